@@ -1,0 +1,2 @@
+def lambda_handler(event, context):
+    return {**event, "greeting": event["greeting"].upper() + "!"}
