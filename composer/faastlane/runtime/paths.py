@@ -115,7 +115,7 @@ def _render_step(step: Step) -> str:
 
 # Jayway's path functions that take no argument; "Functions such as length()" are named
 # by the Step Functions Paths page as Path-only (not allowed in Reference Paths).
-_FUNCTIONS = ("length", "size", "min", "max", "avg", "stddev", "sum", "keys", "first", "last")
+_FUNCTIONS = ("length", "min", "max", "avg", "stddev", "sum", "keys", "first", "last")
 
 # Characters that end a dot-notation name. Inside a filter, operators end it too.
 _NAME_END = frozenset(".[()")
@@ -543,9 +543,19 @@ def _evaluate(compiled: CompiledPath, root: Any) -> Any:
         for position, step in enumerate(compiled.steps):
             nodes = _apply_step(step, nodes, root, position == last)
         result = nodes
-    if compiled.function:
+    if not compiled.function:
+        return result
+    if compiled.definite:
         return _call_function(compiled, result)
-    return result
+    if compiled.steps[0][0] == SCAN:
+        # Jayway rewrites "$..x.f()" as "$.f($..x)": the function sees every match at
+        # once, and length() counts their children ("$..book.length()" is the number
+        # of books, not of book arrays).
+        if compiled.function == "length":
+            result = _apply_step((WILDCARD,), result, root, False)
+        return _call_function(compiled, result)
+    # Otherwise the function is one more step, applied to each match.
+    return [_call_function(compiled, node) for node in result]
 
 
 def _walk_definite(compiled: CompiledPath, node: Any) -> Any:
@@ -641,33 +651,32 @@ def _scan(step: Step, node: Any, root: Any, leaf: bool) -> list:
 
 
 def _call_function(compiled: CompiledPath, value: Any) -> Any:
+    """Jayway's path functions; the numeric ones return doubles, as Jayway's do."""
     name = compiled.function
-    if name in ("length", "size"):
-        if isinstance(value, (list, dict, str)):
-            return len(value)
-    elif name == "keys":
-        if isinstance(value, dict):
-            return list(value)
-    elif name in ("first", "last"):
-        if isinstance(value, list) and value:
-            return value[0] if name == "first" else value[-1]
-    elif isinstance(value, list):
-        numbers = [item for item in value if _is_number(item)]
+    if name == "length":
+        return len(value) if isinstance(value, (list, dict)) else None
+    if name == "keys" and isinstance(value, dict):
+        return list(value)
+    if name in ("first", "last") and isinstance(value, list) and value:
+        return value[0] if name == "first" else value[-1]
+    if isinstance(value, list) and name in _AGGREGATIONS:
+        numbers = [float(item) for item in value if _is_number(item)]
         if numbers:
-            if name == "min":
-                return min(numbers)
-            if name == "max":
-                return max(numbers)
-            if name == "sum":
-                return sum(numbers)
-            if name == "avg":
-                return sum(numbers) / len(numbers)
-            if name == "stddev":
-                return math.sqrt(statistics.pvariance(numbers))
+            return _AGGREGATIONS[name](numbers)
     raise PathNotFound(
-        f"Function {name}() cannot be applied to {json_type(value)} in path {compiled.text}",
+        f"Function {name}() cannot be applied to {json_type(value)} "
+        f"{compact_json(value)} in path {compiled.text}",
         compiled.text,
     )
+
+
+_AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {
+    "min": min,
+    "max": max,
+    "sum": math.fsum,
+    "avg": lambda numbers: math.fsum(numbers) / len(numbers),
+    "stddev": lambda numbers: math.sqrt(statistics.pvariance(numbers)),
+}
 
 
 # --------------------------------------------------------------------------------------
