@@ -19,7 +19,10 @@ SEED = 20240327
 TRADE_DATE = date(2024, 3, 27)
 ET = timezone(timedelta(hours=-4))  # New York is on EDT in late March
 HERE = Path(__file__).resolve().parent
-DATA = HERE / "functions" / "data"
+# Each fetch function ships its own data in its deployment package, as on Lambda; the
+# private books are only in FetchPortfolioData's.
+PORTFOLIOS = HERE / "functions" / "FetchPortfolioData" / "portfolios"
+SNAPSHOTS = HERE / "functions" / "FetchMarketData" / "snapshots"
 
 # NYSE full-day closures in 2024. Good Friday (29 March) sits inside the settlement
 # window of our trade date, which is what makes the T+2 check interesting.
@@ -377,9 +380,9 @@ def write_json(path: Path, value: object) -> None:
 def main() -> None:
     rng = random.Random(SEED)
     market = market_snapshot(rng)
-    write_json(DATA / "market" / f"{TRADE_DATE.isoformat()}.json", market)
+    write_json(SNAPSHOTS / f"{TRADE_DATE.isoformat()}.json", market)
     for fund in FUNDS:
-        write_json(DATA / "portfolios" / f"{fund.portfolio_id}.json",
+        write_json(PORTFOLIOS / f"{fund.portfolio_id}.json",
                    portfolio(fund, market["quotes"], rng))
     rules = rule_catalogue()
     base = {"portfolio_id": FUNDS[0].portfolio_id, "trade_date": TRADE_DATE.isoformat()}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE / "functions" / "data"
+FUNCTIONS = HERE / "functions"
 HIGH_SEVERITY = "high"
 
 
@@ -193,8 +193,9 @@ def evaluate(rule: dict, book: dict, market: dict) -> dict:
 
 def audit(request: dict) -> dict:
     """The audit report that the workflow must return for ``request``."""
-    book = load(DATA / "portfolios" / f"{request['portfolio_id']}.json")
-    market = load(DATA / "market" / f"{request['trade_date']}.json")
+    book = load(FUNCTIONS / "FetchPortfolioData" / "portfolios"
+                / f"{request['portfolio_id']}.json")
+    market = load(FUNCTIONS / "FetchMarketData" / "snapshots" / f"{request['trade_date']}.json")
     results = [evaluate(rule, book, market) for rule in request["rules"]]
     failed = [r for r in results if r["violations"]]
     counts = {"high": 0, "medium": 0, "low": 0}

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-PORTFOLIOS = Path(__file__).resolve().parent / "data" / "portfolios"
+PORTFOLIOS = Path(__file__).resolve().parent / "portfolios"
 # Portfolio ids become file names: accept nothing that could walk out of the folder.
 _PORTFOLIO_ID = re.compile(r"^[A-Z]{2}-\d{4}$")
 

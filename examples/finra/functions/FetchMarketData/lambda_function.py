@@ -11,7 +11,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-SNAPSHOTS = Path(__file__).resolve().parent / "data" / "market"
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 
 
 class MarketDataUnavailable(Exception):
