@@ -1,0 +1,7 @@
+"""python -m faastlane: the faastlane command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

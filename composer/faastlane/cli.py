@@ -1,0 +1,170 @@
+"""The ``faastlane`` command: thin commands over compose/validate/run.
+
+Exit codes: 0 success; 1 an invalid workflow or a failed execution (whose
+``{"Error", "Cause"}`` is printed on stdout, as Step Functions reports it); 2 bad usage
+or input (one line on stderr, no traceback unless ``--debug``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Sequence
+
+from . import __version__
+from .app import load_app
+from .compose import check_app, compose
+from .errors import FaastlaneError, InvalidWorkflow
+from .runtime.execution import ISOLATION_MODES
+
+
+def _add_planning(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--isolation", choices=ISOLATION_MODES,
+                        help="mpk: private heaps per function; process: a process per "
+                             "function; none: threads sharing one heap (default: from "
+                             "faastlane.json, else process if any function is untrusted, "
+                             "else none)")
+    parser.add_argument("--vcpus", type=int, metavar="N",
+                        help="parallel processes at most (default: the CPUs available)")
+    variant = parser.add_mutually_exclusive_group()
+    variant.add_argument("--threads-only", action="store_true",
+                         help="run Parallel branches and Map iterations as threads (-Th)")
+    variant.add_argument("--processes-only", action="store_true",
+                         help="run every function in its own process (-P)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="faastlane",
+        description="Compose a Step Functions workflow of Python functions into one "
+                    "fast, isolated action, and run it.")
+    parser.add_argument("--version", action="version", version=f"faastlane {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    validate = commands.add_parser(
+        "validate", help="report every problem in an app's workflow",
+        description="Check APP/workflow.json (Amazon States Language) and the functions it "
+                    "names; list every problem with its JSON pointer. Exit 1 if any.")
+    validate.add_argument("app", metavar="APP", help="the app folder")
+    validate.add_argument("--json", action="store_true", help="print problems as JSON")
+
+    comp = commands.add_parser(
+        "compose", help="write the action folder for an app",
+        description="Validate APP, plan where each state runs, and write a self-contained "
+                    "action folder: orchestrator.py, plan.json, the runtime, the functions "
+                    "and the OpenWhisk and Lambda entry points.")
+    comp.add_argument("app", metavar="APP", help="the app folder")
+    comp.add_argument("-o", "--output", required=True, metavar="OUT",
+                      help="the action folder to write")
+    _add_planning(comp)
+
+    run = commands.add_parser(
+        "run", help="compose and run a workflow locally",
+        description="Compose APP and run one execution on this machine. Prints the output "
+                    "JSON on stdout (exit 0), or {\"Error\", \"Cause\"} of a failed "
+                    "execution (exit 1). Functions' own output goes to stderr.")
+    run.add_argument("app", metavar="APP", help="the app folder")
+    source = run.add_mutually_exclusive_group()
+    source.add_argument("--input", metavar="JSON", help="the execution input (default {})")
+    source.add_argument("--input-file", metavar="F", help="a file holding the input JSON")
+    run.add_argument("--trace", action="store_true",
+                     help="write a per-state timeline (JSON lines) to stderr")
+    run.add_argument("--keep", metavar="DIR",
+                     help="compose into DIR and keep it (default: a temporary folder)")
+    _add_planning(run)
+    return parser
+
+
+def _print_problems(problems: list, stream) -> None:
+    for problem in problems:
+        stream.write(f"{problem.pointer or '/'}: {problem.message}\n")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    app = load_app(args.app)
+    _, problems = check_app(app)
+    if args.json:
+        print(json.dumps([{"pointer": p.pointer, "message": p.message} for p in problems],
+                         indent=2))
+    elif problems:
+        _print_problems(problems, sys.stdout)
+        print(f"{len(problems)} problem(s) in {os.path.join(args.app, 'workflow.json')}")
+    else:
+        print(f"{os.path.join(args.app, 'workflow.json')} is valid")
+    return 1 if problems else 0
+
+
+def _planning(args: argparse.Namespace) -> dict:
+    return {"isolation": args.isolation, "vcpus": args.vcpus,
+            "threads_only": args.threads_only, "processes_only": args.processes_only}
+
+
+def cmd_compose(args: argparse.Namespace) -> int:
+    out = compose(args.app, args.output, **_planning(args))
+    print(f"wrote {out}: orchestrator.py, plan.json, faastlane_runtime/, functions/")
+    return 0
+
+
+def _read_input(args: argparse.Namespace) -> str:
+    """The input text, checked to be JSON before anything is composed."""
+    if args.input_file:
+        try:
+            with open(args.input_file, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise FaastlaneError(f"cannot read --input-file {args.input_file}: "
+                                 f"{exc.strerror}") from None
+        where = args.input_file
+    else:
+        text = args.input if args.input is not None else "{}"
+        where = "--input"
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FaastlaneError(f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, "
+                             f"column {exc.colno})") from None
+    return text
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    text = _read_input(args)
+    with tempfile.TemporaryDirectory(prefix="faastlane-run-") as scratch:
+        out = args.keep or os.path.join(scratch, "action")
+        compose(args.app, out, **_planning(args))
+        input_file = os.path.join(scratch, "input.json")
+        with open(input_file, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        command = [sys.executable, out, "--input-file", input_file]
+        if args.trace:
+            command.append("--trace")
+        # The composed action is its own program: the same one OpenWhisk or Lambda loads.
+        return subprocess.call(command)
+
+
+_COMMANDS = {"validate": cmd_validate, "compose": cmd_compose, "run": cmd_run}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except InvalidWorkflow as exc:
+        _print_problems(exc.problems, sys.stderr)
+        sys.stderr.write(f"faastlane: {exc}\n")
+        return exc.exit_code
+    except FaastlaneError as exc:
+        if args.debug:
+            raise
+        sys.stderr.write(f"faastlane: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Generating the Orchestrator source of a composed action."""

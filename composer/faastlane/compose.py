@@ -1,0 +1,148 @@
+"""``faastlane compose``: an app folder in, a self-contained action folder out.
+
+Stages, each a plain function: load the app, validate everything (all problems at
+once), build the state model, plan placement, then write the action:
+
+    orchestrator.py      generated: one constant per state
+    plan.json            where each state runs and why
+    faastlane_runtime/   ASL semantics, threads, forked processes, tracing
+    functions/           the user's code, untouched
+    workflow.json        the source workflow, for reference
+    __main__.py          OpenWhisk entry main(args); run as a script, the local CLI
+    lambda_function.py   Lambda entry handler(event, context)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from typing import Any
+
+from .app import FUNCTIONS_DIR, WORKFLOW_FILE, App, load_app
+from .asl.load import load_definition
+from .asl.problem import Problem
+from .asl.validate import validate
+from .codegen.orchestrator import render
+from .errors import InvalidWorkflow
+from .plan import choose_isolation, make_options, make_plan
+from .runtime.execution import Options
+from .runtime.model import Machine, machine_from_asl
+from .unsupported import unsupported_features
+
+RUNTIME_PACKAGE = "faastlane_runtime"
+_RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
+
+_OPENWHISK_ENTRY = '''"""OpenWhisk entry point of this Faastlane action; run as a script, the local CLI."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from orchestrator import ORCHESTRATOR  # noqa: E402  (pre-imports every function)
+
+
+def main(args):
+    """OpenWhisk calls main(params): the workflow input in, its output (or error) out."""
+    result = ORCHESTRATOR.execute(args)
+    if result.status == "SUCCEEDED" and isinstance(result.output, dict):
+        return result.output
+    if result.status == "SUCCEEDED":
+        return {"output": result.output}
+    return {"error": {"Error": result.error, "Cause": result.cause}}
+
+
+if __name__ == "__main__":
+    from faastlane_runtime.local import main as run_locally
+
+    sys.exit(run_locally(ORCHESTRATOR))
+'''
+
+_LAMBDA_ENTRY = '''"""AWS Lambda entry point of this Faastlane action: handler lambda_function.handler."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from orchestrator import ORCHESTRATOR  # noqa: E402  (pre-imports every function)
+
+
+class WorkflowFailed(Exception):
+    """Raised so that Lambda reports the workflow's error as the invocation's error."""
+
+
+def handler(event, context):
+    result = ORCHESTRATOR.execute(event, execution_name=context.aws_request_id)
+    if result.status == "SUCCEEDED":
+        return result.output
+    # Lambda reports errorType as the exception's class name: use the ASL error name.
+    error_class = type(str(result.error), (WorkflowFailed,), {})
+    raise error_class(result.cause)
+'''
+
+
+@dataclass
+class Composition:
+    app: App
+    definition: dict
+    workflow: Machine
+    options: Options
+    plan: dict[str, Any]
+
+
+def check_app(app: App) -> tuple[Any, list[Problem]]:
+    """Every problem with an app's workflow and functions, sorted by pointer."""
+    definition, problems = load_definition(app.workflow_text)
+    if not problems:
+        problems = validate(definition, functions=set(app.functions))
+        if not problems:
+            problems = unsupported_features(definition)
+    return definition, problems + app.problems
+
+
+def prepare(app_path: str, isolation: str | None = None, vcpus: int | None = None,
+            threads_only: bool = False, processes_only: bool = False) -> Composition:
+    """Load, validate, model and plan an app; raise InvalidWorkflow listing all problems."""
+    app = load_app(app_path)
+    definition, problems = check_app(app)
+    if problems:
+        raise InvalidWorkflow(problems, os.path.join(app_path, WORKFLOW_FILE))
+    mode, reason = choose_isolation(app, isolation)
+    options = make_options(app, mode, vcpus, threads_only, processes_only)
+    workflow = machine_from_asl(definition)
+    return Composition(app, definition, workflow, options,
+                       make_plan(app, workflow, options, reason))
+
+
+def write_action(composition: Composition, out_dir: str) -> str:
+    """Write the action folder; returns its path."""
+    app = composition.app
+    os.makedirs(out_dir, exist_ok=True)
+    for stale in (RUNTIME_PACKAGE, FUNCTIONS_DIR):
+        shutil.rmtree(os.path.join(out_dir, stale), ignore_errors=True)
+    shutil.copytree(_RUNTIME_SOURCE, os.path.join(out_dir, RUNTIME_PACKAGE),
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    functions_src = os.path.join(app.root, FUNCTIONS_DIR)
+    if os.path.isdir(functions_src):
+        shutil.copytree(functions_src, os.path.join(out_dir, FUNCTIONS_DIR),
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    files = {
+        "orchestrator.py": render(app.name, composition.workflow, app.functions,
+                                  composition.options),
+        "plan.json": json.dumps(composition.plan, indent=2) + "\n",
+        WORKFLOW_FILE: app.workflow_text,
+        "__main__.py": _OPENWHISK_ENTRY,
+        "lambda_function.py": _LAMBDA_ENTRY,
+    }
+    for name, text in files.items():
+        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as handle:
+            handle.write(text)
+    return out_dir
+
+
+def compose(app_path: str, out_dir: str, **planning: Any) -> str:
+    """``faastlane compose``: validate, plan and write the action folder."""
+    return write_action(prepare(app_path, **planning), out_dir)

@@ -1,0 +1,244 @@
+"""One workflow execution: its context object, deadline, options and function calls.
+
+The state executors (``states.py``) decide *what* happens; this module decides *where*:
+a function runs on its own thread (state passed by reference) or in a forked process
+(state over a pipe), and parallel work runs in forked processes, at most ``vcpus`` at a
+time, or on threads for the ``-Th`` variant.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Sequence
+
+from . import trace
+from .errors import TIMEOUT, StatesError
+from .forking import EXIT_ERROR, Outcome, run_forked
+from .functions import FunctionRegistry, LoadedFunction
+from .jsonvalue import detach, detach_result
+from .lambda_context import ACCOUNT, REGION
+from .model import PROCESS, THREAD
+
+NONE = "none"
+PROCESS_ISOLATION = "process"
+MPK = "mpk"
+ISOLATION_MODES = (MPK, PROCESS_ISOLATION, NONE)
+
+# How Parallel branches and Map iterations run (the paper's Figure 8 variants).
+PARALLEL_PROCESSES = "processes"  # forked processes, at most vcpus at once (default)
+PARALLEL_THREADS = "threads"  # -Th: threads of the Orchestrator, even for parallel states
+
+
+@dataclass(frozen=True)
+class Options:
+    """How an Orchestrator places work; read from plan.json, overridable per run."""
+
+    isolation: str = NONE
+    parallel: str = PARALLEL_PROCESSES
+    processes_only: bool = False  # -P: every function in its own process too
+    vcpus: int = 0  # 0: the container's CPU count
+
+    def cpu_budget(self) -> int:
+        if self.vcpus > 0:
+            return self.vcpus
+        try:
+            return len(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            return os.cpu_count() or 1
+
+
+class ExecutionTimedOut(StatesError):
+    """The workflow's own TimeoutSeconds expired: fails the execution, never caught."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(TIMEOUT, f"The execution timed out after {seconds:g} seconds")
+
+
+def iso_now() -> str:
+    """The current instant as Step Functions writes timestamps (ms, 'Z')."""
+    now = datetime.now(timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+class Execution:
+    """State shared by every state of one workflow execution (and its forked children)."""
+
+    def __init__(self, workflow_name: str, execution_input: Any, functions: FunctionRegistry,
+                 options: Options, timeout_seconds: float | None = None,
+                 execution_name: str | None = None) -> None:
+        self.functions = functions
+        self.options = options
+        self.name = execution_name or str(uuid.uuid4())
+        self.timeout_seconds = timeout_seconds
+        self.deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
+        machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{workflow_name}"
+        self.context_base: dict[str, Any] = {
+            "Execution": {
+                "Id": f"arn:aws:states:{REGION}:{ACCOUNT}:execution:{workflow_name}:{self.name}",
+                "Input": execution_input,
+                "Name": self.name,
+                "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/faastlane-{workflow_name}",
+                "StartTime": iso_now(),
+                "RedriveCount": 0,
+            },
+            "StateMachine": {"Id": machine_arn, "Name": workflow_name},
+        }
+
+    # ------------------------------------------------------------------ context object
+
+    def context(self, state_name: str, entered: str, retry_count: int = 0,
+                map_item: tuple[int, Any] | None = None) -> dict[str, Any]:
+        """The ``$$`` object for a state; ``map_item`` while building a Map iteration."""
+        ctx = dict(self.context_base)
+        ctx["State"] = {"EnteredTime": entered, "Name": state_name, "RetryCount": retry_count}
+        if map_item is not None:
+            ctx["Map"] = {"Item": {"Index": map_item[0], "Value": map_item[1]}}
+        return ctx
+
+    def check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise ExecutionTimedOut(self.timeout_seconds or 0)
+
+    def remaining(self, limit: float | None = None) -> float | None:
+        """Seconds left before the nearer of ``limit`` and the workflow's deadline."""
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        if limit is None:
+            return left
+        return limit if left is None else min(limit, left)
+
+    def sleep(self, seconds: float) -> None:
+        """Wait, but never past the workflow's deadline."""
+        left = self.remaining(seconds)
+        if left is not None and left > 0:
+            time.sleep(left)
+        self.check_deadline()
+
+    # ------------------------------------------------------------------ functions
+
+    def function_placement(self, default: str) -> str:
+        if self.options.isolation == PROCESS_ISOLATION or self.options.processes_only:
+            return PROCESS
+        return default
+
+    def call_function(self, state_name: str, function: str, event: Any,
+                      timeout_seconds: float | None, placement: str) -> Any:
+        """Run one function invocation where the plan says; return its detached result."""
+        loaded = self.functions.get(function)
+        where = self.function_placement(placement)
+        limit = self.remaining(timeout_seconds)
+        if where == PROCESS:
+            return self._call_in_process(state_name, loaded, event, limit, timeout_seconds)
+        return self._call_on_thread(state_name, loaded, event, limit, timeout_seconds)
+
+    def _call_on_thread(self, state_name: str, loaded: LoadedFunction, event: Any,
+                        limit: float | None, timeout_seconds: float | None) -> Any:
+        box: dict[str, Any] = {}
+
+        def body() -> None:
+            box["result"], box["error"] = _timed_invoke(state_name, loaded, event,
+                                                        timeout_seconds, THREAD)
+
+        # A daemon thread: a function that overruns its TimeoutSeconds cannot be stopped
+        # from outside, so it is abandoned (its result discarded) rather than awaited.
+        worker = threading.Thread(target=body, name=f"faastlane:{loaded.spec.name}",
+                                  daemon=True)
+        worker.start()
+        worker.join(limit)
+        if worker.is_alive():
+            self.check_deadline()
+            raise StatesError(TIMEOUT, f"Task '{state_name}' timed out after "
+                                       f"{timeout_seconds:g} seconds")
+        if box["error"] is not None:
+            raise box["error"]
+        return box["result"]
+
+    def _call_in_process(self, state_name: str, loaded: LoadedFunction, event: Any,
+                         limit: float | None, timeout_seconds: float | None) -> Any:
+        def body() -> Any:
+            result, error = _timed_invoke(state_name, loaded, event, timeout_seconds, PROCESS)
+            if error is not None:
+                raise error
+            return result
+
+        deadline = None if limit is None else time.monotonic() + limit
+        [outcome] = run_forked([body], 1, deadline=deadline,
+                               describe=lambda _: f"function '{loaded.spec.name}'")
+        trace.extend(outcome.records)
+        if outcome.error is not None:
+            if outcome.error.error == TIMEOUT:
+                self.check_deadline()
+            raise outcome.error
+        return outcome.value
+
+    # ------------------------------------------------------------------ parallel work
+
+    def run_parallel(self, work: Sequence[Callable[[], Any]], max_concurrency: int,
+                     describe: Callable[[int], str], stop_on_error: bool) -> list[Outcome]:
+        """Run independent sub-machines (branches, iterations) side by side."""
+        workers = self.options.cpu_budget()
+        if max_concurrency > 0:
+            workers = min(workers, max_concurrency)
+        if self.options.parallel == PARALLEL_THREADS:
+            limit = max_concurrency if max_concurrency > 0 else len(work)
+            return _run_on_threads(work, limit, stop_on_error)
+        outcomes = run_forked(work, workers, describe=describe, stop_on_error=stop_on_error,
+                              deadline=self.deadline)
+        for outcome in outcomes:
+            trace.extend(outcome.records)
+        self.check_deadline()
+        return outcomes
+
+
+def _timed_invoke(state_name: str, loaded: LoadedFunction, event: Any,
+                  timeout_seconds: float | None, placement: str
+                  ) -> tuple[Any, StatesError | None]:
+    """Invoke a function, detach its result and record its compute span."""
+    start = trace.now()
+    began = time.perf_counter()
+    result, error = None, None
+    try:
+        result = detach_result(loaded.invoke(event, timeout_seconds))
+    except StatesError as exc:
+        error = exc
+    compute = time.perf_counter() - began
+    trace.record(state=state_name, type="Function", function=loaded.spec.name,
+                 start=start, end=trace.now(), compute_ms=round(compute * 1000, 3),
+                 placement=placement, error=None if error is None else error.error)
+    return result, error
+
+
+def _run_on_threads(work: Sequence[Callable[[], Any]], limit: int,
+                    stop_on_error: bool) -> list[Outcome]:
+    """The -Th variant: branches as threads of this process, ``limit`` at a time."""
+    outcomes: list[Outcome | None] = [None] * len(work)
+    next_index = 0
+    lock = threading.Lock()
+    failed = threading.Event()
+
+    def worker() -> None:
+        nonlocal next_index
+        while True:
+            with lock:
+                index = next_index
+                next_index += 1
+            if index >= len(work) or (stop_on_error and failed.is_set()):
+                return
+            try:
+                outcomes[index] = Outcome(value=detach(work[index]()))
+            except StatesError as exc:
+                outcomes[index] = Outcome(error=exc)
+                failed.set()
+
+    threads = [threading.Thread(target=worker, daemon=True)
+               for _ in range(max(1, min(limit, len(work))))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    cancelled = StatesError(EXIT_ERROR, "cancelled: another branch failed")
+    return [o if o is not None else Outcome(error=cancelled, cancelled=True) for o in outcomes]

@@ -1,0 +1,87 @@
+"""Running a composed action on this machine: ``python ACTION_DIR --input '{...}'``.
+
+The action folder's ``__main__.py`` is OpenWhisk's entry point and, when run as a script,
+this command line. The workflow's output is the only thing written to standard output:
+functions' own prints (their logs, on a real platform) go to standard error, at the file
+descriptor level so that C code and forked branches obey it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from . import trace
+from .execution import ISOLATION_MODES, PARALLEL_PROCESSES, PARALLEL_THREADS
+from .orchestrator import SUCCEEDED, Orchestrator
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description="Run this composed Faastlane workflow locally.")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--input", help="the execution input, as JSON (default {})")
+    source.add_argument("--input-file", help="a file holding the execution input")
+    parser.add_argument("--isolation", choices=ISOLATION_MODES)
+    parser.add_argument("--vcpus", type=int, help="parallel processes at most")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--threads-only", action="store_true",
+                      help="run parallel branches as threads (the paper's -Th variant)")
+    mode.add_argument("--processes-only", action="store_true",
+                      help="run every function in its own process (the -P variant)")
+    parser.add_argument("--trace", action="store_true",
+                        help="write a per-state timeline to standard error")
+    return parser
+
+
+def read_input(args: argparse.Namespace) -> Any:
+    """The execution input from --input or --input-file; exits 2 with one line if bad."""
+    try:
+        if args.input_file:
+            with open(args.input_file, encoding="utf-8") as handle:
+                text = handle.read()
+            where = args.input_file
+        else:
+            text = args.input if args.input is not None else "{}"
+            where = "--input"
+        return json.loads(text)
+    except OSError as exc:
+        _die(f"cannot read the input file: {exc.strerror}: {args.input_file}")
+    except json.JSONDecodeError as exc:
+        _die(f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+
+
+def _die(message: str) -> None:
+    sys.stderr.write(f"faastlane: error: {message}\n")
+    raise SystemExit(2)
+
+
+def main(orchestrator: Orchestrator, argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    execution_input = read_input(args)
+    parallel = PARALLEL_THREADS if args.threads_only else (
+        PARALLEL_PROCESSES if args.processes_only else None)
+    options = orchestrator.with_options(
+        isolation=args.isolation, vcpus=args.vcpus, parallel=parallel,
+        processes_only=True if args.processes_only else None)
+    if args.trace:
+        trace.enable()
+    result_fd = os.dup(1)
+    sys.stdout.flush()
+    os.dup2(2, 1)  # from here on, anything printed goes to stderr
+    start = trace.now()
+    result = orchestrator.execute(execution_input, options)
+    end = trace.now()
+    sys.stdout.flush()
+    if args.trace:
+        trace.write(sys.stderr, {"workflow": orchestrator.name, "status": result.status,
+                                 "isolation": options.isolation, "parallel": options.parallel,
+                                 "processes_only": options.processes_only,
+                                 "vcpus": options.cpu_budget(), "start": start, "end": end,
+                                 "end_to_end_ms": round((end - start) * 1000, 3)},
+                    trace.take())
+    with os.fdopen(result_fd, "w", encoding="utf-8") as out:
+        out.write(json.dumps(result.to_json()) + "\n")
+    return 0 if result.status == SUCCEEDED else 1

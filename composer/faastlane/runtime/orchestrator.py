@@ -1,0 +1,76 @@
+"""The object a generated ``orchestrator.py`` builds: one per action, warm across requests.
+
+It pre-imports every function module when the action loads (their module-level set-up
+runs once per container, as on Lambda), reads the placement plan, and executes workflow
+instances. Platform entry points (``__main__.py`` for OpenWhisk, ``lambda_function.py``
+for Lambda) and the local runner all go through :meth:`Orchestrator.execute`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .errors import StatesError
+from .execution import Execution, Options
+from .functions import FunctionRegistry, FunctionSpec
+from .model import Machine
+from .states import run_machine
+
+SUCCEEDED = "SUCCEEDED"
+FAILED = "FAILED"
+
+
+@dataclass(frozen=True)
+class Result:
+    """How an execution ended, as DescribeExecution reports it."""
+
+    status: str
+    output: Any = None
+    error: str | None = None
+    cause: str | None = None
+
+    def to_json(self) -> Any:
+        """The output, or ``{"Error", "Cause"}`` of a failed execution."""
+        if self.status == SUCCEEDED:
+            return self.output
+        return {"Error": self.error, "Cause": self.cause}
+
+
+def load_options(plan_file: str) -> Options:
+    """The placement options recorded in plan.json by ``faastlane compose``."""
+    with open(plan_file, encoding="utf-8") as handle:
+        recorded = json.load(handle).get("options", {})
+    return Options(**{k: v for k, v in recorded.items() if k in Options.__dataclass_fields__})
+
+
+class Orchestrator:
+    """A composed workflow, ready to run instances."""
+
+    def __init__(self, name: str, workflow: Machine, functions: dict[str, FunctionSpec],
+                 root: str, options: Options | None = None) -> None:
+        self.name = name
+        self.workflow = workflow
+        self.root = root
+        plan = os.path.join(root, "plan.json")
+        self.options = options or (load_options(plan) if os.path.exists(plan) else Options())
+        self.functions = FunctionRegistry(root, functions)
+        self.functions.preload()
+
+    def with_options(self, **overrides: Any) -> Options:
+        """This action's options with some replaced (``None`` values are ignored)."""
+        return replace(self.options, **{k: v for k, v in overrides.items() if v is not None})
+
+    def execute(self, execution_input: Any, options: Options | None = None,
+                execution_name: str | None = None) -> Result:
+        """Run one workflow instance to its end."""
+        execution = Execution(self.name, execution_input, self.functions,
+                              options or self.options, self.workflow.timeout_seconds,
+                              execution_name)
+        try:
+            output = run_machine(self.workflow, execution_input, execution)
+        except StatesError as err:
+            return Result(FAILED, error=err.error, cause=err.cause)
+        return Result(SUCCEEDED, output=output)

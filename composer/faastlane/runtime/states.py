@@ -1,0 +1,341 @@
+"""What each ASL state type does, following the Step Functions documentation.
+
+Every executor takes the state, its raw input and the execution, and returns the state's
+output and the name of the next state (``None`` when its machine ends). Data flows
+through the documented pipeline:
+
+    InputPath -> Parameters -> (work) -> ResultSelector -> ResultPath -> OutputPath
+
+and every failure is a :class:`StatesError` that ``Retry`` and ``Catch`` match by name.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from datetime import datetime
+from typing import Any, Callable
+
+from . import choice, intrinsics, paths, trace
+from .errors import (EXCEED_TOLERATED_FAILURE_THRESHOLD, RUNTIME, StatesError,
+                     error_matches)
+from .execution import Execution, ExecutionTimedOut, iso_now
+from .forking import Outcome
+from .jsonvalue import detach
+from .model import (Catcher, Choice, Fail, Machine, Map, Parallel, Pass, Retrier, State,
+                    Succeed, Task, Wait)
+from .resources import function_name_of
+
+Transition = tuple[Any, "str | None"]
+
+
+def run_machine(machine: Machine, data: Any, execution: Execution) -> Any:
+    """Run a machine (the workflow, a branch or an iteration) from StartAt to its end."""
+    name: str | None = machine.start_at
+    while True:
+        execution.check_deadline()
+        state = machine.states[name]
+        data, name = execute(state, data, execution)
+        if name is None:
+            return data
+
+
+def execute(state: State, data: Any, execution: Execution) -> Transition:
+    """Run one state and record it in the trace."""
+    start = trace.now()
+    try:
+        return _EXECUTORS[type(state)](state, data, execution)
+    finally:
+        trace.record(state=state.name, type=type(state).__name__, start=start,
+                     end=trace.now())
+
+
+# ------------------------------------------------------------------ Retry and Catch
+
+
+def retry_delay(retrier: Retrier, attempt: int) -> float:
+    """Seconds before retry number ``attempt`` (1-based) under one Retrier.
+
+    "IntervalSeconds ... the number of seconds before the first retry attempt";
+    "BackoffRate: the multiplier by which the retry interval denoted by IntervalSeconds
+    increases after each retry attempt"; MaxDelaySeconds caps it; JitterStrategy FULL
+    picks uniformly between 0 and the computed delay.
+    """
+    delay = retrier.interval_seconds * retrier.backoff_rate ** (attempt - 1)
+    if retrier.max_delay_seconds is not None:
+        delay = min(delay, retrier.max_delay_seconds)
+    if retrier.jitter_strategy == "FULL":
+        delay = random.uniform(0, delay)
+    return delay
+
+
+def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Execution,
+                        attempt: Callable[[int], Any]) -> Transition:
+    """Run ``attempt(retry_count)`` under the state's Retry and Catch rules.
+
+    Retriers are scanned in order and the first whose ErrorEquals matches decides; each
+    keeps its own count, and once it has used MaxAttempts the error goes on to the
+    Catchers. A Catcher's ResultPath places ``{"Error", "Cause"}`` into the state's raw
+    input, and that is the state's output (OutputPath does not apply).
+    """
+    counts = [0] * len(state.retry)
+    retries = 0
+    while True:
+        try:
+            return attempt(retries), state.next
+        except ExecutionTimedOut:
+            raise
+        except StatesError as err:
+            retrier_index = next((i for i, r in enumerate(state.retry)
+                                  if error_matches(list(r.error_equals), err.error)), None)
+            if retrier_index is not None:
+                retrier = state.retry[retrier_index]
+                if counts[retrier_index] < retrier.max_attempts:
+                    counts[retrier_index] += 1
+                    retries += 1
+                    execution.sleep(retry_delay(retrier, counts[retrier_index]))
+                    continue
+            catcher = _matching_catcher(state.catch, err)
+            if catcher is None:
+                raise
+            output = paths.apply_result_path(data, err.to_json(), catcher.result_path)
+            return output, catcher.next
+
+
+def _matching_catcher(catchers: tuple[Catcher, ...], err: StatesError) -> Catcher | None:
+    return next((c for c in catchers if error_matches(list(c.error_equals), err.error)), None)
+
+
+# ------------------------------------------------------------------ state types
+
+
+def _pass(state: Pass, data: Any, execution: Execution) -> Transition:
+    ctx = execution.context(state.name, iso_now())
+    effective = paths.apply_input_path(data, state.input_path, ctx)
+    if state.has_parameters:
+        effective = paths.apply_template(state.parameters, effective, ctx)
+    result = state.result if state.has_result else effective
+    output = paths.apply_result_path(data, result, state.result_path)
+    return paths.apply_output_path(output, state.output_path, ctx), state.next
+
+
+def _lambda_invoke_response(payload: Any, request_id: str) -> dict[str, Any]:
+    """The response object of ``arn:aws:states:::lambda:invoke`` (Lambda Invoke's shape)."""
+    headers = {"Connection": "keep-alive", "Content-Type": "application/json",
+               "X-Amz-Executed-Version": "$LATEST", "x-amzn-RequestId": request_id}
+    return {
+        "ExecutedVersion": "$LATEST",
+        "Payload": payload,
+        "SdkHttpMetadata": {"AllHttpHeaders": {k: [v] for k, v in headers.items()},
+                            "HttpHeaders": headers, "HttpStatusCode": 200},
+        "SdkResponseMetadata": {"RequestId": request_id},
+        "StatusCode": 200,
+    }
+
+
+def _task_timeout(state: Task, effective_input: Any, ctx: dict) -> float | None:
+    if state.timeout_seconds_path is None:
+        return state.timeout_seconds
+    value = paths.read(effective_input, state.timeout_seconds_path, ctx)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise StatesError(RUNTIME, f"TimeoutSecondsPath '{state.timeout_seconds_path}' "
+                                   f"must point to a positive integer, got {value!r}")
+    return value
+
+
+def _task(state: Task, data: Any, execution: Execution) -> Transition:
+    entered = iso_now()
+
+    def attempt(retry_count: int) -> Any:
+        ctx = execution.context(state.name, entered, retry_count)
+        effective = paths.apply_input_path(data, state.input_path, ctx)
+        if state.has_parameters:
+            effective = paths.apply_template(state.parameters, effective, ctx)
+        function = state.function
+        event = effective
+        if state.invoke_shape:
+            if function is None:
+                function = function_name_of(str(effective.get("FunctionName")))
+            event = effective.get("Payload", {}) if isinstance(effective, dict) else {}
+        # The function gets its own copy: a handler that mutates its event in place must
+        # not change this state's input, which ResultPath and retries still use.
+        result = execution.call_function(state.name, function, detach(event),
+                                         _task_timeout(state, effective, ctx), state.placement)
+        if state.invoke_shape:
+            result = _lambda_invoke_response(result, execution.name)
+        if state.has_result_selector:
+            result = paths.apply_template(state.result_selector, result, ctx)
+        output = paths.apply_result_path(data, result, state.result_path)
+        return paths.apply_output_path(output, state.output_path, ctx)
+
+    return with_error_handling(state, data, execution, attempt)
+
+
+def _choice(state: Choice, data: Any, execution: Execution) -> Transition:
+    ctx = execution.context(state.name, iso_now())
+    effective = paths.apply_input_path(data, state.input_path, ctx)
+    next_name = choice.choose(list(state.choices), state.default, effective, ctx)
+    return paths.apply_output_path(effective, state.output_path, ctx), next_name
+
+
+def _parse_timestamp(value: Any, where: str) -> datetime:
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            if parsed.tzinfo is not None:
+                return parsed
+        except ValueError:
+            pass
+    raise StatesError(RUNTIME, f"{where}: {value!r} is not an ISO-8601 timestamp with an "
+                               "offset, e.g. 2026-03-14T01:59:00Z")
+
+
+def _wait(state: Wait, data: Any, execution: Execution) -> Transition:
+    ctx = execution.context(state.name, iso_now())
+    effective = paths.apply_input_path(data, state.input_path, ctx)
+    if state.seconds is not None:
+        seconds = float(state.seconds)
+    elif state.seconds_path is not None:
+        value = paths.read(effective, state.seconds_path, ctx)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise StatesError(RUNTIME, f"SecondsPath '{state.seconds_path}' must point to a "
+                                       f"non-negative integer, got {value!r}")
+        seconds = float(value)
+    else:
+        if state.timestamp is not None:
+            when = _parse_timestamp(state.timestamp, "Timestamp")
+        else:
+            when = _parse_timestamp(paths.read(effective, state.timestamp_path, ctx),
+                                    f"TimestampPath '{state.timestamp_path}'")
+        seconds = when.timestamp() - time.time()
+    if seconds > 0:
+        execution.sleep(seconds)
+    return paths.apply_output_path(effective, state.output_path, ctx), state.next
+
+
+def _succeed(state: Succeed, data: Any, execution: Execution) -> Transition:
+    ctx = execution.context(state.name, iso_now())
+    effective = paths.apply_input_path(data, state.input_path, ctx)
+    return paths.apply_output_path(effective, state.output_path, ctx), None
+
+
+def _dynamic(expression: str, data: Any, ctx: dict) -> Any:
+    """A ``*Path`` field of a Fail state: a reference path or an intrinsic function."""
+    if intrinsics.is_intrinsic(expression):
+        return intrinsics.evaluate(expression, data, ctx)
+    return paths.read(data, expression, ctx)
+
+
+def _fail(state: Fail, data: Any, execution: Execution) -> Transition:
+    ctx = execution.context(state.name, iso_now())
+    error = state.error
+    cause = state.cause
+    try:
+        if state.error_path is not None:
+            error = _dynamic(state.error_path, data, ctx)
+        if state.cause_path is not None:
+            cause = _dynamic(state.cause_path, data, ctx)
+    except paths.PathNotFound as exc:
+        raise StatesError(RUNTIME, f"Fail state '{state.name}': {exc}") from None
+    raise StatesError(error if error is not None else "",
+                      cause if cause is not None else "")
+
+
+def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
+    entered = iso_now()
+
+    def attempt(retry_count: int) -> Any:
+        ctx = execution.context(state.name, entered, retry_count)
+        effective = paths.apply_input_path(data, state.input_path, ctx)
+        if state.has_parameters:
+            effective = paths.apply_template(state.parameters, effective, ctx)
+        work = [_machine_job(branch, effective, execution) for branch in state.branches]
+        outcomes = execution.run_parallel(
+            work, 0, describe=lambda i: f"branch {i} of Parallel '{state.name}'",
+            stop_on_error=True)
+        _raise_first_failure(outcomes)
+        result = [outcome.value for outcome in outcomes]
+        if state.has_result_selector:
+            result = paths.apply_template(state.result_selector, result, ctx)
+        output = paths.apply_result_path(data, result, state.result_path)
+        return paths.apply_output_path(output, state.output_path, ctx)
+
+    return with_error_handling(state, data, execution, attempt)
+
+
+def _raise_first_failure(outcomes: list[Outcome]) -> None:
+    """A Parallel or Map fails with the error of its first failed branch or iteration."""
+    for outcome in outcomes:
+        if outcome.error is not None and not outcome.cancelled:
+            raise outcome.error
+
+
+def _machine_job(machine: Machine, data: Any, execution: Execution) -> Callable[[], Any]:
+    return lambda: run_machine(machine, data, execution)
+
+
+def _map_items(state: Map, effective: Any, ctx: dict) -> list:
+    try:
+        items = paths.read(effective, state.items_path, ctx)
+    except paths.PathNotFound:
+        raise StatesError(RUNTIME, f"Invalid path '{state.items_path}': No results for "
+                                   f"path in Map state '{state.name}'") from None
+    if not isinstance(items, list):
+        raise StatesError(RUNTIME, f"Map state '{state.name}': ItemsPath "
+                                   f"'{state.items_path}' must select a JSON array, "
+                                   f"got {type(items).__name__}")
+    return items
+
+
+def _tolerated(state: Map, failures: int, total: int) -> bool:
+    if failures == 0:
+        return True
+    if state.tolerated_failure_count is not None and failures <= state.tolerated_failure_count:
+        return True
+    if (state.tolerated_failure_percentage is not None and total > 0
+            and failures * 100.0 / total <= state.tolerated_failure_percentage):
+        return True
+    return False
+
+
+def _map(state: Map, data: Any, execution: Execution) -> Transition:
+    entered = iso_now()
+    tolerant = (state.tolerated_failure_count is not None
+                or state.tolerated_failure_percentage is not None)
+
+    def attempt(retry_count: int) -> Any:
+        ctx = execution.context(state.name, entered, retry_count)
+        effective = paths.apply_input_path(data, state.input_path, ctx)
+        items = _map_items(state, effective, ctx)
+        inputs = []
+        for index, item in enumerate(items):
+            if state.has_item_selector:
+                item_ctx = execution.context(state.name, entered, retry_count, (index, item))
+                inputs.append(paths.apply_template(state.item_selector, effective, item_ctx))
+            else:
+                inputs.append(item)
+        work = [_machine_job(state.iterator, item, execution) for item in inputs]
+        outcomes = execution.run_parallel(
+            work, state.max_concurrency,
+            describe=lambda i: f"iteration {i} of Map '{state.name}'",
+            stop_on_error=not tolerant)
+        if not tolerant:
+            _raise_first_failure(outcomes)
+        failures = [o for o in outcomes if o.error is not None]
+        if not _tolerated(state, len(failures), len(outcomes)):
+            raise StatesError(EXCEED_TOLERATED_FAILURE_THRESHOLD,
+                              f"Map state '{state.name}': {len(failures)} of "
+                              f"{len(outcomes)} iterations failed")
+        result = [o.value if o.error is None else o.error.to_json() for o in outcomes]
+        if state.has_result_selector:
+            result = paths.apply_template(state.result_selector, result, ctx)
+        output = paths.apply_result_path(data, result, state.result_path)
+        return paths.apply_output_path(output, state.output_path, ctx)
+
+    return with_error_handling(state, data, execution, attempt)
+
+
+_EXECUTORS: dict[type, Callable[[Any, Any, Execution], Transition]] = {
+    Pass: _pass, Task: _task, Choice: _choice, Wait: _wait, Succeed: _succeed,
+    Fail: _fail, Parallel: _parallel, Map: _map,
+}

@@ -1,0 +1,52 @@
+"""ASL features that validate but that this Orchestrator cannot run yet.
+
+Running a workflow while silently ignoring one of its fields would give wrong results, so
+each is refused at compose time with a pointer, like any other problem.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .asl.problem import Problem, child
+
+# Field -> why it is refused. JSONata and variables are their own issue (#10); the
+# distributed Map's readers and writers need S3, which a one-container action lacks.
+_REFUSED_FIELDS = {
+    "QueryLanguage": "JSONata is not supported yet: use JSONPath (the default)",
+    "Assign": "workflow variables (Assign) are not supported yet",
+    "Arguments": "Arguments belongs to JSONata, which is not supported yet",
+    "Output": "Output belongs to JSONata, which is not supported yet",
+    "ItemReader": "a distributed Map's ItemReader is not supported",
+    "ItemBatcher": "a distributed Map's ItemBatcher is not supported",
+    "ResultWriter": "a distributed Map's ResultWriter is not supported",
+    "Credentials": "cross-account Credentials are not supported: functions run in the action",
+}
+
+
+def _machine(machine: Any, base: str, problems: list[Problem]) -> None:
+    if "QueryLanguage" in machine and machine["QueryLanguage"] != "JSONPath":
+        problems.append(Problem(child(base, "QueryLanguage"), _REFUSED_FIELDS["QueryLanguage"]))
+    for name, state in machine.get("States", {}).items():
+        where = child(base, "States", name)
+        for field, why in _REFUSED_FIELDS.items():
+            if field in state and not (field == "QueryLanguage" and state[field] == "JSONPath"):
+                problems.append(Problem(child(where, field), why))
+        processor = state.get("ItemProcessor")
+        if isinstance(processor, dict):
+            mode = processor.get("ProcessorConfig", {}).get("Mode", "INLINE")
+            if mode != "INLINE":
+                problems.append(Problem(child(where, "ItemProcessor", "ProcessorConfig", "Mode"),
+                                        "only INLINE Map processing is supported"))
+            _machine(processor, child(where, "ItemProcessor"), problems)
+        if isinstance(state.get("Iterator"), dict):
+            _machine(state["Iterator"], child(where, "Iterator"), problems)
+        for i, branch in enumerate(state.get("Branches", [])):
+            _machine(branch, child(where, "Branches", i), problems)
+
+
+def unsupported_features(definition: dict) -> list[Problem]:
+    """Problems for every field of a valid workflow that the runtime would not honour."""
+    problems: list[Problem] = []
+    _machine(definition, "", problems)
+    return problems
