@@ -1,0 +1,2 @@
+def main(params):
+    return params["n"] + params["offset"]

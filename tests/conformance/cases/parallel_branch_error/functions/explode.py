@@ -1,0 +1,2 @@
+def handler(event, context):
+    raise ZeroDivisionError("branch two divided by zero")

@@ -1,0 +1,2 @@
+def main(params):
+    return {"product": params["a"] * params["b"]}
