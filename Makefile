@@ -1,0 +1,41 @@
+# The two commands of README.md:
+#   make demo   compose and run the FINRA example workflow locally (no cloud, no server)
+#   make test   build the cpython-mpk runtime (cached), then run the whole test suite on it
+# Everything they need is installed here (apt, pip); nothing is expected to be there.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+MPK_PYTHON := cpython-mpk/build/bin/python3
+TEST_VENV := .venv-mpk
+PYTEST_ARGS ?=
+
+.PHONY: demo test install runtime test-env clean
+demo: $(VENV)/.installed
+	$(VENV)/bin/faastlane run examples/finra --input-file examples/finra/input.json
+
+install: $(VENV)/.installed
+$(VENV)/.installed: setup.py
+	scripts/ensure-python-venv.sh $(PYTHON)
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e .
+	touch $@
+
+runtime:
+	$(MAKE) -C cpython-mpk
+
+# The test environment runs on the cpython-mpk interpreter: the runtime is an ordinary
+# python3.13 that runs this whole suite (and the MPK tests need it).
+test-env: runtime
+	@if [ "$$(readlink -f $(TEST_VENV)/bin/python3 2>/dev/null)" != "$$(readlink -f $(MPK_PYTHON))" ] \
+	    || [ ! -f $(TEST_VENV)/.installed ] || [ setup.py -nt $(TEST_VENV)/.installed ]; then \
+	  rm -rf $(TEST_VENV) && $(MPK_PYTHON) -m venv $(TEST_VENV) \
+	  && $(TEST_VENV)/bin/pip install -q --upgrade pip \
+	  && $(TEST_VENV)/bin/pip install -q -e '.[test]' && touch $(TEST_VENV)/.installed; fi
+
+test: test-env
+	$(TEST_VENV)/bin/python -m pytest $(PYTEST_ARGS) tests
+
+clean:
+	rm -rf $(VENV) $(TEST_VENV)
+	$(MAKE) -C cpython-mpk clean

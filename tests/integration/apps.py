@@ -1,0 +1,60 @@
+"""Helpers for running the real ``faastlane`` command on apps written into tmp_path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+@dataclass
+class Completed:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def faastlane(*args: str, timeout: float = 120) -> Completed:
+    """Run the CLI as a user would, in a fresh interpreter."""
+    proc = subprocess.run([sys.executable, "-m", "faastlane", *args], capture_output=True,
+                          text=True, timeout=timeout)
+    return Completed(proc.returncode, proc.stdout, proc.stderr)
+
+
+def write_app(root: Path, workflow: dict, functions: dict[str, str],
+              settings: dict | None = None) -> Path:
+    """An app folder: workflow.json, functions/NAME.py (dedented), faastlane.json."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "workflow.json").write_text(json.dumps(workflow, indent=2))
+    (root / "functions").mkdir(exist_ok=True)
+    for name, source in functions.items():
+        (root / "functions" / f"{name}.py").write_text(textwrap.dedent(source))
+    if settings is not None:
+        (root / "faastlane.json").write_text(json.dumps(settings))
+    return root
+
+
+def task(resource: str, **fields: Any) -> dict:
+    state = {"Type": "Task", "Resource": resource, **fields}
+    if "Next" not in state:
+        state["End"] = True
+    return state
+
+
+def chain(*names_and_states: tuple[str, dict]) -> dict:
+    """A machine whose states run in the order given."""
+    states = {}
+    for i, (name, state) in enumerate(names_and_states):
+        state = dict(state)
+        if i + 1 < len(names_and_states):
+            state.pop("End", None)
+            state["Next"] = names_and_states[i + 1][0]
+        states[name] = state
+    return {"StartAt": names_and_states[0][0], "States": states}

@@ -1,0 +1,12 @@
+"""Fixtures for integration tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def app_dir(tmp_path: Path) -> Path:
+    return tmp_path / "app"
