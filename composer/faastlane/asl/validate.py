@@ -366,7 +366,10 @@ class _Validator:
             if isinstance(state, dict)
             and (state.get("Type") in ("Succeed", "Fail") or state.get("End") is True)
         ]
-        if not terminal:
+        # A state without a valid Type is already reported; whether it was meant to
+        # end the machine is unknowable, so do not add a cascade.
+        typed = all(isinstance(s, dict) and s.get("Type") in F.STATE_FIELDS for s in states.values())
+        if not terminal and typed:
             self.report(states_at, "no terminal state: one state needs End: true, or a Succeed or Fail state")
         if start is None:
             return  # already reported; reachability would only repeat it
