@@ -1,6 +1,6 @@
 """Generate the FINRA example's data set: a market snapshot, portfolios and rule lists.
 
-Run once (``python examples/finra/generate_data.py``); the output is committed. A fixed
+Run once (``python examples/finra/generate_data.py [OUT_DIR]``); the output is committed. A fixed
 seed makes every run byte-identical, so the committed JSON can be regenerated and diffed.
 Prices and volumes only resemble the US equity market of 27 March 2024: they are
 synthetic, drawn around hand-picked levels, with a few deliberate compliance problems
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -21,8 +22,8 @@ ET = timezone(timedelta(hours=-4))  # New York is on EDT in late March
 HERE = Path(__file__).resolve().parent
 # Each fetch function ships its own data in its deployment package, as on Lambda; the
 # private books are only in FetchPortfolioData's.
-PORTFOLIOS = HERE / "functions" / "FetchPortfolioData" / "portfolios"
-SNAPSHOTS = HERE / "functions" / "FetchMarketData" / "snapshots"
+PORTFOLIOS = Path("functions", "FetchPortfolioData", "portfolios")
+SNAPSHOTS = Path("functions", "FetchMarketData", "snapshots")
 
 # NYSE full-day closures in 2024. Good Friday (29 March) sits inside the settlement
 # window of our trade date, which is what makes the T+2 check interesting.
@@ -374,21 +375,23 @@ def rule_catalogue() -> list[dict]:
 
 
 def write_json(path: Path, value: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(value, indent=1) + "\n")
 
 
-def main() -> None:
+def generate(out: Path) -> None:
+    """Write the data files and both inputs under ``out`` (the example folder by default)."""
     rng = random.Random(SEED)
     market = market_snapshot(rng)
-    write_json(SNAPSHOTS / f"{TRADE_DATE.isoformat()}.json", market)
+    write_json(out / SNAPSHOTS / f"{TRADE_DATE.isoformat()}.json", market)
     for fund in FUNDS:
-        write_json(PORTFOLIOS / f"{fund.portfolio_id}.json",
+        write_json(out / PORTFOLIOS / f"{fund.portfolio_id}.json",
                    portfolio(fund, market["quotes"], rng))
     rules = rule_catalogue()
     base = {"portfolio_id": FUNDS[0].portfolio_id, "trade_date": TRADE_DATE.isoformat()}
-    write_json(HERE / "input.json", {**base, "rules": rules[:50]})
-    write_json(HERE / "input-200.json", {**base, "rules": rules})
+    write_json(out / "input.json", {**base, "rules": rules[:50]})
+    write_json(out / "input-200.json", {**base, "rules": rules})
 
 
 if __name__ == "__main__":
-    main()
+    generate(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)
