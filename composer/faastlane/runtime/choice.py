@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import operator
 import re
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from .errors import NO_CHOICE_MATCHED, RUNTIME, StatesError
 from .paths import PathNotFound, read
@@ -92,7 +93,7 @@ def parse_timestamp(value: str) -> tuple[datetime, int] | None:
     year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
     fraction, zone = match.group(7) or "", match.group(8)
     try:
-        instant = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
+        instant = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError:
         return None
     if zone != "Z":

@@ -24,9 +24,10 @@ import math
 import random
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from . import paths
 from .errors import INTRINSIC_FAILURE, StatesError
@@ -129,7 +130,9 @@ class _Parser:
             raise self.error(f"unknown function 'States.{name}'")
         self.calls += 1
         if self.calls > MAX_FUNCTIONS_PER_FIELD:
-            raise self.error(f"more than {MAX_FUNCTIONS_PER_FIELD} intrinsic functions in one field")
+            raise self.error(
+                f"more than {MAX_FUNCTIONS_PER_FIELD} intrinsic functions in one field"
+            )
         self.pos = match.end()
         self.skip_spaces()
         if self.text[self.pos : self.pos + 1] != "(":
@@ -369,7 +372,7 @@ def _format(call: Call, data: Any, context: dict) -> str:
     if len(pieces) - 1 != len(values):
         raise _fail("Format", f"{len(pieces) - 1} '{{}}' but {len(values)} value(s)")
     out = [pieces[0]]
-    for value, piece in zip(values, pieces[1:]):
+    for value, piece in zip(values, pieces[1:], strict=True):
         # "The Value MUST NOT be a JSON array or object"; strings appear without quotes.
         if isinstance(value, (list, dict)):
             raise _fail("Format", f"cannot format {_show(value)}: use a string, number, "

@@ -26,9 +26,10 @@ import json
 import math
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from . import intrinsics
 from .errors import RESULT_PATH_MATCH_FAILURE, RUNTIME, StatesError
@@ -242,12 +243,12 @@ class _Parser:
         return self.indexes_or_slice()
 
     def indexes_or_slice(self) -> Step:
-        first = self.integer(optional=True)
+        first = self.maybe_integer()
         self.skip_spaces()
         if self.peek() == ":":
             self.pos += 1
             self.skip_spaces()
-            stop = self.integer(optional=True)
+            stop = self.maybe_integer()
             self.skip_spaces()
             self.expect("]")
             return (SLICE, first, stop)
@@ -257,17 +258,21 @@ class _Parser:
         while self.peek() == ",":
             self.pos += 1
             self.skip_spaces()
-            indexes.append(self.integer(optional=False))
+            indexes.append(self.integer())
             self.skip_spaces()
         self.expect("]")
         return (INDEX, first) if len(indexes) == 1 else (INDEXES, tuple(indexes))
 
-    def integer(self, optional: bool) -> int | None:
-        match = re.compile(r"-?\d+").match(self.text, self.pos)
-        if not match:
-            if optional:
-                return None
+    def integer(self) -> int:
+        value = self.maybe_integer()
+        if value is None:
             raise self.error("expected an integer")
+        return value
+
+    def maybe_integer(self) -> int | None:
+        match = _INTEGER.match(self.text, self.pos)
+        if not match:
+            return None
         self.pos = match.end()
         return int(match.group())
 
@@ -390,6 +395,7 @@ class _Parser:
 _Predicate = Callable[[Any, Any], bool]
 _Operand = tuple  # ("path", rooted_at_$, CompiledPath) | ("value", v) | ("regex", re)
 
+_INTEGER = re.compile(r"-?\d+")
 _FILTER_OPERATOR = re.compile(
     r"(==|!=|<=|>=|<|>|=~|(?:nin|in|subsetof|anyof|noneof|size|empty)(?![A-Za-z0-9_]))"
 )
