@@ -6,7 +6,6 @@ import copy
 from typing import Any
 
 import pytest
-
 from faastlane.asl import Problem, validate
 
 
@@ -37,22 +36,44 @@ def test_a_correct_workflow_has_no_problems() -> None:
         "TimeoutSeconds": 300,
         "StartAt": "Validate",
         "States": {
-            "Validate": {"Type": "Task", "Resource": "validate", "Next": "Route",
-                         "Retry": [{"ErrorEquals": ["States.Timeout"], "MaxAttempts": 2},
-                                   {"ErrorEquals": ["States.ALL"], "BackoffRate": 1.5,
-                                    "JitterStrategy": "FULL", "MaxDelaySeconds": 10}],
-                         "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Failed",
-                                    "ResultPath": "$.error"}]},
-            "Route": {"Type": "Choice", "Default": "Fan",
-                      "Choices": [{"Variable": "$.retry", "BooleanEquals": True,
-                                   "Next": "Validate"}]},
-            "Fan": {"Type": "Parallel", "Next": "Each", "Branches": [
-                {"StartAt": "A", "States": {"A": {"Type": "Pass", "End": True}}}]},
-            "Each": {"Type": "Map", "ItemsPath": "$.items", "MaxConcurrency": 2,
-                     "ItemSelector": {"item.$": "$$.Map.Item.Value"},
-                     "ItemProcessor": {"StartAt": "B", "States": {
-                         "B": {"Type": "Wait", "Seconds": 1, "End": True}}},
-                     "Next": "Done"},
+            "Validate": {
+                "Type": "Task",
+                "Resource": "validate",
+                "Next": "Route",
+                "Retry": [
+                    {"ErrorEquals": ["States.Timeout"], "MaxAttempts": 2},
+                    {
+                        "ErrorEquals": ["States.ALL"],
+                        "BackoffRate": 1.5,
+                        "JitterStrategy": "FULL",
+                        "MaxDelaySeconds": 10,
+                    },
+                ],
+                "Catch": [
+                    {"ErrorEquals": ["States.ALL"], "Next": "Failed", "ResultPath": "$.error"}
+                ],
+            },
+            "Route": {
+                "Type": "Choice",
+                "Default": "Fan",
+                "Choices": [{"Variable": "$.retry", "BooleanEquals": True, "Next": "Validate"}],
+            },
+            "Fan": {
+                "Type": "Parallel",
+                "Next": "Each",
+                "Branches": [{"StartAt": "A", "States": {"A": {"Type": "Pass", "End": True}}}],
+            },
+            "Each": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "MaxConcurrency": 2,
+                "ItemSelector": {"item.$": "$$.Map.Item.Value"},
+                "ItemProcessor": {
+                    "StartAt": "B",
+                    "States": {"B": {"Type": "Wait", "Seconds": 1, "End": True}},
+                },
+                "Next": "Done",
+            },
             "Done": {"Type": "Succeed"},
             "Failed": {"Type": "Fail", "Error": "OrderFailed", "CausePath": "$.error.Cause"},
         },
@@ -83,18 +104,29 @@ def test_five_distinct_problems_are_all_reported_with_their_pointers() -> None:
 
 
 def test_problems_are_sorted_by_pointer_with_array_indices_in_numeric_order() -> None:
-    branches = [{"StartAt": "B%d" % i, "States": {"B%d" % i: {"Type": "Pass", "Nex": 1}}}
-                for i in range(12)]
+    branches = [
+        {"StartAt": f"B{i}", "States": {f"B{i}": {"Type": "Pass", "Nex": 1}}} for i in range(12)
+    ]
     definition = machine(P={"Type": "Parallel", "End": True, "Branches": branches})
     found = pointers(definition)
     indices = [int(p.split("/")[4]) for p in found if p.startswith("/States/P/Branches/")]
     assert indices == sorted(indices) and indices[-1] == 11
-    assert found == [p.pointer for p in sorted(validate(definition), key=lambda p: (
-        [int(t) if t.isdigit() else -1 for t in p.pointer.split("/")[1:5]], p.pointer))]
+    assert found == [
+        p.pointer
+        for p in sorted(
+            validate(definition),
+            key=lambda p: (
+                [int(t) if t.isdigit() else -1 for t in p.pointer.split("/")[1:5]],
+                p.pointer,
+            ),
+        )
+    ]
 
 
 def test_problem_renders_as_pointer_and_message() -> None:
-    assert str(Problem("/States/A/Next", "no state named 'B'")) == "/States/A/Next: no state named 'B'"
+    assert (
+        str(Problem("/States/A/Next", "no state named 'B'")) == "/States/A/Next: no state named 'B'"
+    )
     assert str(Problem("", "bad")) == "/: bad"
 
 
@@ -123,8 +155,14 @@ def test_top_level_structure(definition: Any, expected: list[str]) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("Version", "2.0"), ("TimeoutSeconds", 0), ("TimeoutSeconds", "60"),
-     ("QueryLanguage", "XPath"), ("Comment", 5), ("Extra", True)],
+    [
+        ("Version", "2.0"),
+        ("TimeoutSeconds", 0),
+        ("TimeoutSeconds", "60"),
+        ("QueryLanguage", "XPath"),
+        ("Comment", 5),
+        ("Extra", True),
+    ],
 )
 def test_top_level_fields(field: str, value: Any) -> None:
     definition = {**one_state({"Type": "Succeed"}), field: value}
@@ -143,8 +181,13 @@ def test_every_unreachable_state_and_a_missing_terminal_state() -> None:
 def test_loops_through_a_choice_are_legal() -> None:
     definition = machine(
         Poll={"Type": "Task", "Resource": "poll", "Next": "Ready?"},
-        **{"Ready?": {"Type": "Choice", "Default": "Wait",
-                      "Choices": [{"Variable": "$.done", "BooleanEquals": True, "Next": "Done"}]}},
+        **{
+            "Ready?": {
+                "Type": "Choice",
+                "Default": "Wait",
+                "Choices": [{"Variable": "$.done", "BooleanEquals": True, "Next": "Done"}],
+            }
+        },
         Wait={"Type": "Wait", "Seconds": 5, "Next": "Poll"},
         Done={"Type": "Succeed"},
     )
@@ -237,8 +280,13 @@ def test_payload_templates_check_every_dollar_key_at_any_depth() -> None:
         "twice": 1,
         "twice.$": "$.b",
     }
-    state = {"Type": "Task", "Resource": "f", "End": True, "Parameters": parameters,
-             "ResultSelector": {"r.$": "$.Payload", "s.$": "$["}}
+    state = {
+        "Type": "Task",
+        "Resource": "f",
+        "End": True,
+        "Parameters": parameters,
+        "ResultSelector": {"r.$": "$.Payload", "s.$": "$["},
+    }
     assert pointers(one_state(state)) == [
         "/States/S/Parameters/bad_intrinsic.$",
         "/States/S/Parameters/list/0/deep.$",
@@ -312,18 +360,37 @@ def test_malformed_resources(resource: str) -> None:
         (task("arn:aws:lambda:us-east-1:123456789012:function:ValidateOrder:prod"), []),
         (task("Missing"), ["/States/S/Resource"]),
         (task("arn:aws:lambda:us-east-1:123456789012:function:Missing"), ["/States/S/Resource"]),
-        (task("arn:aws:states:::lambda:invoke", Parameters={"FunctionName": "ValidateOrder",
-                                                            "Payload.$": "$"}), []),
-        (task("arn:aws:states:::lambda:invoke", Parameters={"FunctionName": "Missing"}),
-         ["/States/S/Parameters/FunctionName"]),
+        (
+            task(
+                "arn:aws:states:::lambda:invoke",
+                Parameters={"FunctionName": "ValidateOrder", "Payload.$": "$"},
+            ),
+            [],
+        ),
+        (
+            task("arn:aws:states:::lambda:invoke", Parameters={"FunctionName": "Missing"}),
+            ["/States/S/Parameters/FunctionName"],
+        ),
         (task("arn:aws:states:::lambda:invoke", Parameters={"FunctionName.$": "$.fn"}), []),
         (task("arn:aws:states:::lambda:invoke"), ["/States/S/Resource"]),
         (task("arn:aws:states:::sqs:sendMessage"), ["/States/S/Resource"]),
         (task("${ValidateOrderArn}"), ["/States/S/Resource"]),
-        (task("arn:aws:states:::lambda:invoke", QueryLanguage="JSONata",
-              Arguments={"FunctionName": "Missing"}), ["/States/S/Arguments/FunctionName"]),
-        (task("arn:aws:states:::lambda:invoke", QueryLanguage="JSONata",
-              Arguments={"FunctionName": "{% $states.input.fn %}"}), []),
+        (
+            task(
+                "arn:aws:states:::lambda:invoke",
+                QueryLanguage="JSONata",
+                Arguments={"FunctionName": "Missing"},
+            ),
+            ["/States/S/Arguments/FunctionName"],
+        ),
+        (
+            task(
+                "arn:aws:states:::lambda:invoke",
+                QueryLanguage="JSONata",
+                Arguments={"FunctionName": "{% $states.input.fn %}"},
+            ),
+            [],
+        ),
     ],
 )
 def test_resources_need_function_code_when_functions_are_given(
@@ -358,26 +425,50 @@ def choice(*rules: Any, **fields: Any) -> dict[str, Any]:
         ({"Variable": "$.x", "StringMatches": "log-*.txt", "Next": "Done"}, []),
         ({"Variable": "$.x", "Next": "Done"}, ["/States/C/Choices/0"]),
         ({"StringEquals": "a", "Next": "Done"}, ["/States/C/Choices/0"]),
-        ({"Variable": "$.x", "StringEquals": "a", "NumericEquals": 1, "Next": "Done"},
-         ["/States/C/Choices/0/NumericEquals"]),
-        ({"Variable": "$.x", "StringEquals": 1, "Next": "Done"}, ["/States/C/Choices/0/StringEquals"]),
-        ({"Variable": "$.x", "NumericEquals": "1", "Next": "Done"}, ["/States/C/Choices/0/NumericEquals"]),
-        ({"Variable": "$.x", "NumericEquals": True, "Next": "Done"}, ["/States/C/Choices/0/NumericEquals"]),
-        ({"Variable": "$.x", "BooleanEquals": "true", "Next": "Done"}, ["/States/C/Choices/0/BooleanEquals"]),
+        (
+            {"Variable": "$.x", "StringEquals": "a", "NumericEquals": 1, "Next": "Done"},
+            ["/States/C/Choices/0/NumericEquals"],
+        ),
+        (
+            {"Variable": "$.x", "StringEquals": 1, "Next": "Done"},
+            ["/States/C/Choices/0/StringEquals"],
+        ),
+        (
+            {"Variable": "$.x", "NumericEquals": "1", "Next": "Done"},
+            ["/States/C/Choices/0/NumericEquals"],
+        ),
+        (
+            {"Variable": "$.x", "NumericEquals": True, "Next": "Done"},
+            ["/States/C/Choices/0/NumericEquals"],
+        ),
+        (
+            {"Variable": "$.x", "BooleanEquals": "true", "Next": "Done"},
+            ["/States/C/Choices/0/BooleanEquals"],
+        ),
         ({"Variable": "$.x", "IsNull": 1, "Next": "Done"}, ["/States/C/Choices/0/IsNull"]),
-        ({"Variable": "$.x", "TimestampEquals": "2024-01-01 00:00:00", "Next": "Done"},
-         ["/States/C/Choices/0/TimestampEquals"]),
-        ({"Variable": "$.x", "StringEqualsPath": "y", "Next": "Done"},
-         ["/States/C/Choices/0/StringEqualsPath"]),
+        (
+            {"Variable": "$.x", "TimestampEquals": "2024-01-01 00:00:00", "Next": "Done"},
+            ["/States/C/Choices/0/TimestampEquals"],
+        ),
+        (
+            {"Variable": "$.x", "StringEqualsPath": "y", "Next": "Done"},
+            ["/States/C/Choices/0/StringEqualsPath"],
+        ),
         ({"Variable": "x", "StringEquals": "a", "Next": "Done"}, ["/States/C/Choices/0/Variable"]),
         # Without a usable Next, Done is also unreachable.
         ({"Variable": "$.x", "StringEquals": "a"}, ["/States/C/Choices/0", "/States/Done"]),
-        ({"Variable": "$.x", "StringEquals": "a", "Next": "Gone"},
-         ["/States/C/Choices/0/Next", "/States/Done"]),
-        ({"Variable": "$.x", "StringEquals": "a", "Next": "Done", "Weight": 1},
-         ["/States/C/Choices/0/Weight"]),
-        ({"Variable": "$.x", "StringEquals": "a", "Next": "Done", "Condition": "{% true %}"},
-         ["/States/C/Choices/0/Condition"]),
+        (
+            {"Variable": "$.x", "StringEquals": "a", "Next": "Gone"},
+            ["/States/C/Choices/0/Next", "/States/Done"],
+        ),
+        (
+            {"Variable": "$.x", "StringEquals": "a", "Next": "Done", "Weight": 1},
+            ["/States/C/Choices/0/Weight"],
+        ),
+        (
+            {"Variable": "$.x", "StringEquals": "a", "Next": "Done", "Condition": "{% true %}"},
+            ["/States/C/Choices/0/Condition"],
+        ),
     ],
 )
 def test_choice_rules(rule: dict[str, Any], expected: list[str]) -> None:
@@ -407,8 +498,11 @@ def test_boolean_operator_cannot_be_combined_with_a_comparison() -> None:
 
 
 def test_choice_needs_rules_and_a_valid_default() -> None:
-    assert pointers(choice(Default="Nowhere")) == ["/States/C/Choices", "/States/C/Default",
-                                                   "/States/Done"]
+    assert pointers(choice(Default="Nowhere")) == [
+        "/States/C/Choices",
+        "/States/C/Default",
+        "/States/Done",
+    ]
     definition = machine(C={"Type": "Choice", "Default": "Done"}, Done={"Type": "Succeed"})
     assert pointers(definition) == ["/States/C"]
 
@@ -428,7 +522,10 @@ def test_choice_cannot_have_next_or_end() -> None:
         ([{"ErrorEquals": []}], ["/States/S/Retry/0/ErrorEquals"]),
         ([{"MaxAttempts": 1}], ["/States/S/Retry/0"]),
         ([{"ErrorEquals": ["States.ALL", "X"]}], ["/States/S/Retry/0/ErrorEquals"]),
-        ([{"ErrorEquals": ["States.ALL"]}, {"ErrorEquals": ["X"]}], ["/States/S/Retry/0/ErrorEquals"]),
+        (
+            [{"ErrorEquals": ["States.ALL"]}, {"ErrorEquals": ["X"]}],
+            ["/States/S/Retry/0/ErrorEquals"],
+        ),
         ([{"ErrorEquals": ["X"], "MaxAttempts": -1}], ["/States/S/Retry/0/MaxAttempts"]),
         ([{"ErrorEquals": ["X"], "MaxAttempts": 0}], []),
         ([{"ErrorEquals": ["X"], "BackoffRate": 0.5}], ["/States/S/Retry/0/BackoffRate"]),
@@ -450,10 +547,14 @@ def test_retriers(retriers: Any, expected: list[str]) -> None:
         ([{"ErrorEquals": ["X"], "Next": "H", "ResultPath": "$.err"}], []),
         ([{"ErrorEquals": ["X"]}], ["/States/H", "/States/S/Catch/0"]),
         ([{"ErrorEquals": ["X"], "Next": "Nope"}], ["/States/H", "/States/S/Catch/0/Next"]),
-        ([{"ErrorEquals": ["X"], "Next": "H", "ResultPath": "$.a[*]"}],
-         ["/States/S/Catch/0/ResultPath"]),
-        ([{"ErrorEquals": ["States.ALL"], "Next": "H"}, {"ErrorEquals": ["X"], "Next": "H"}],
-         ["/States/S/Catch/0/ErrorEquals"]),
+        (
+            [{"ErrorEquals": ["X"], "Next": "H", "ResultPath": "$.a[*]"}],
+            ["/States/S/Catch/0/ResultPath"],
+        ),
+        (
+            [{"ErrorEquals": ["States.ALL"], "Next": "H"}, {"ErrorEquals": ["X"], "Next": "H"}],
+            ["/States/S/Catch/0/ErrorEquals"],
+        ),
         ([{"ErrorEquals": ["X"], "Next": "H", "Output": {}}], ["/States/S/Catch/0/Output"]),
     ],
 )
@@ -511,15 +612,21 @@ def test_pass_result_may_be_any_json() -> None:
 
 
 def test_parallel_branches_are_validated_as_sub_machines() -> None:
-    definition = machine(P={
-        "Type": "Parallel", "End": True,
-        "Branches": [
-            {"StartAt": "A", "States": {"A": {"Type": "Pass", "Next": "Z"}}},
-            {"StartAt": "B", "States": {"B": {"Type": "Pass", "End": True}, "C": {"Type": "Succeed"}}},
-            {"States": {"D": {"Type": "Succeed"}}, "Extra": 1},
-            "branch",
-        ],
-    })
+    definition = machine(
+        P={
+            "Type": "Parallel",
+            "End": True,
+            "Branches": [
+                {"StartAt": "A", "States": {"A": {"Type": "Pass", "Next": "Z"}}},
+                {
+                    "StartAt": "B",
+                    "States": {"B": {"Type": "Pass", "End": True}, "C": {"Type": "Succeed"}},
+                },
+                {"States": {"D": {"Type": "Succeed"}}, "Extra": 1},
+                "branch",
+            ],
+        }
+    )
     assert pointers(definition) == [
         "/States/P/Branches/0/States",
         "/States/P/Branches/0/States/A/Next",
@@ -551,12 +658,16 @@ def map_state(**fields: Any) -> dict[str, Any]:
         ({"ToleratedFailurePercentage": 101}, ["/States/S/ToleratedFailurePercentage"]),
         ({"ToleratedFailurePercentage": -1}, ["/States/S/ToleratedFailurePercentage"]),
         ({"ToleratedFailureCount": 1.5}, ["/States/S/ToleratedFailureCount"]),
-        ({"ItemSelector": {"v.$": "$$.Map.Item.Value"}, "Parameters": {"v.$": "$"}},
-         ["/States/S/Parameters"]),
+        (
+            {"ItemSelector": {"v.$": "$$.Map.Item.Value"}, "Parameters": {"v.$": "$"}},
+            ["/States/S/Parameters"],
+        ),
         ({"ItemSelector": "x"}, ["/States/S/ItemSelector"]),
         ({"Items": [1, 2]}, ["/States/S/Items"]),  # JSONata-only field
-        ({"Iterator": {"StartAt": "J", "States": {"J": {"Type": "Succeed"}}}},
-         ["/States/S/Iterator"]),
+        (
+            {"Iterator": {"StartAt": "J", "States": {"J": {"Type": "Succeed"}}}},
+            ["/States/S/Iterator"],
+        ),
         ({"Label": "L" * 41}, ["/States/S/Label"]),
     ],
 )
@@ -580,8 +691,10 @@ def test_map_needs_a_processor_and_validates_it_recursively() -> None:
 
 def test_distributed_map_parts() -> None:
     state = map_state(
-        ItemReader={"Resource": "arn:aws:states:::s3:getObject",
-                    "ReaderConfig": {"InputType": "CSV", "MaxItems": -1, "Size": 1}},
+        ItemReader={
+            "Resource": "arn:aws:states:::s3:getObject",
+            "ReaderConfig": {"InputType": "CSV", "MaxItems": -1, "Size": 1},
+        },
         ItemBatcher={"BatchInput": {"k": "v"}},
         ResultWriter={"Resource": "s3", "Parameters": {"Bucket": "b"}},
     )
@@ -604,14 +717,28 @@ def jsonata(**states: dict[str, Any]) -> dict[str, Any]:
 
 def test_jsonata_states_use_arguments_output_and_conditions() -> None:
     definition = jsonata(
-        T={"Type": "Task", "Resource": "f", "Arguments": {"x": "{% $states.input.x %}"},
-           "Output": "{% $states.result %}", "TimeoutSeconds": "{% 30 %}",
-           "Assign": {"total": "{% $sum($states.result.items) %}"}, "Next": "C"},
-        C={"Type": "Choice", "Default": "W",
-           "Choices": [{"Condition": "{% $total > 3 %}", "Next": "W", "Output": {"big": True}}]},
+        T={
+            "Type": "Task",
+            "Resource": "f",
+            "Arguments": {"x": "{% $states.input.x %}"},
+            "Output": "{% $states.result %}",
+            "TimeoutSeconds": "{% 30 %}",
+            "Assign": {"total": "{% $sum($states.result.items) %}"},
+            "Next": "C",
+        },
+        C={
+            "Type": "Choice",
+            "Default": "W",
+            "Choices": [{"Condition": "{% $total > 3 %}", "Next": "W", "Output": {"big": True}}],
+        },
         W={"Type": "Wait", "Seconds": "{% $total %}", "Next": "M"},
-        M={"Type": "Map", "Items": "{% [1, 2, 3] %}", "MaxConcurrency": "{% 2 %}",
-           "ItemProcessor": {"StartAt": "I", "States": {"I": {"Type": "Succeed"}}}, "Next": "F"},
+        M={
+            "Type": "Map",
+            "Items": "{% [1, 2, 3] %}",
+            "MaxConcurrency": "{% 2 %}",
+            "ItemProcessor": {"StartAt": "I", "States": {"I": {"Type": "Succeed"}}},
+            "Next": "F",
+        },
         F={"Type": "Fail", "Error": "{% 'E' & $total %}", "Cause": "plain text"},
     )
     assert validate(definition) == []
@@ -619,8 +746,14 @@ def test_jsonata_states_use_arguments_output_and_conditions() -> None:
 
 def test_jsonata_reports_jsonpath_fields_bad_expressions_and_missing_conditions() -> None:
     definition = jsonata(
-        T={"Type": "Task", "Resource": "f", "InputPath": "$.a", "Output": "{% 1 + %}",
-           "TimeoutSecondsPath": "$.t", "Next": "C"},
+        T={
+            "Type": "Task",
+            "Resource": "f",
+            "InputPath": "$.a",
+            "Output": "{% 1 + %}",
+            "TimeoutSecondsPath": "$.t",
+            "Next": "C",
+        },
         C={"Type": "Choice", "Choices": [{"Variable": "$.x", "IsNull": True, "Next": "D"}]},
         D={"Type": "Pass", "Output": {"a": ["{% $x %", "ok"]}, "End": True},
     )
@@ -648,8 +781,11 @@ def test_a_state_cannot_switch_back_to_jsonpath_under_a_jsonata_top_level() -> N
 
 
 def test_assign_is_checked_as_a_template_in_jsonpath() -> None:
-    state = {"Type": "Pass", "End": True,
-             "Assign": {"x.$": "$.a", "y": {"z.$": "bad"}, "states": 1, "w.$": 2}}
+    state = {
+        "Type": "Pass",
+        "End": True,
+        "Assign": {"x.$": "$.a", "y": {"z.$": "bad"}, "states": 1, "w.$": 2},
+    }
     assert pointers(one_state(state)) == [
         "/States/S/Assign/states",
         "/States/S/Assign/w.$",

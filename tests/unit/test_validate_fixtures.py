@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from faastlane.asl import load_definition, validate
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "asl"
@@ -18,46 +17,47 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "asl"
 DOCUMENTED: dict[str, tuple[bool, str]] = {
     "invalid-json-surround-syntax-extra-spaces.json": (
         True,
-        "JSONata is whitespace-insensitive and Step Functions only asks that the string"
-        " start with '{%' and end with '%}'; a newline inside the delimiters is legal",
+        (
+            "JSONata is whitespace-insensitive and Step Functions only asks that the string"
+            " start with '{%' and end with '%}'; a newline inside the delimiters is legal"
+        ),
     ),
     "invalid-jsonata-surround-syntax-no-spaces.json": (
         True,
-        "'{%10%}' starts with '{%' and ends with '%}'; the documented form"
-        " '{% <JSONata expression> %}' does not make the inner spaces significant",
+        (
+            "'{%10%}' starts with '{%' and ends with '%}'; the documented form"
+            " '{% <JSONata expression> %}' does not make the inner spaces significant"
+        ),
     ),
     "valid-map-with-item-batcher-jsonata.json": (
         False,
-        "a state sets QueryLanguage JSONPath under a JSONata top level: 'If JSONata is"
-        " specified at the top level, JSONPath cannot be used in the state machine"
-        " definition' (Step Functions QueryLanguage reference)",
+        (
+            "a state sets QueryLanguage JSONPath under a JSONata top level: 'If JSONata is"
+            " specified at the top level, JSONPath cannot be used in the state machine"
+            " definition' (Step Functions QueryLanguage reference)"
+        ),
     ),
     "valid-task-intrisic-function.json": (
         False,
-        "Resource holds CloudFormation objects (Fn::GetAtt, Ref): ASL requires a string"
-        " (a URI); they only work inside a CloudFormation template, not in workflow.json",
+        (
+            "Resource holds CloudFormation objects (Fn::GetAtt, Ref): ASL requires a string"
+            " (a URI); they only work inside a CloudFormation template, not in workflow.json"
+        ),
     ),
     "valid-current-value-predicate.json": (
         False,
-        "the filter compares with an unquoted word (@.OutputKey == FooBar); Step Functions"
-        " evaluates paths with Jayway JsonPath, whose filter literals must be quoted",
+        (
+            "the filter compares with an unquoted word (@.OutputKey == FooBar); Step Functions"
+            " evaluates paths with Jayway JsonPath, whose filter literals must be quoted"
+        ),
     ),
     "valid-path-array-context.json": (
         False,
-        "'$[(@.length-1)]' is a Goessner script expression; Jayway JsonPath, which Step"
-        " Functions paths follow, has none (use '$[-1]')",
+        (
+            "'$[(@.length-1)]' is a Goessner script expression; Jayway JsonPath, which Step"
+            " Functions paths follow, has none (use '$[-1]')"
+        ),
     ),
-}
-
-# Fixtures whose documented verdict needs a change in another engineer's module: they
-# must start passing (strict xfail) once that lands.
-PENDING: dict[str, str] = {
-    "valid-fail-paths.json": "runtime/paths.py does not yet accept workflow variables"
-    " ($name) in paths (Step Functions 'Passing data between states with variables')",
-    "valid-jsonata.asl.json": "runtime/paths.py does not yet accept workflow variables"
-    " ($inputPayload...) inside intrinsic function arguments",
-    "invalid-math-add.json": "runtime/intrinsics.check does not yet check literal argument"
-    " types (States.MathAdd takes numbers, not the string '-1')",
 }
 
 
@@ -67,13 +67,7 @@ def _problems(path: Path) -> list:
 
 
 def _cases() -> list:
-    cases = []
-    for path in sorted(FIXTURES.glob("*.json")):
-        marks = []
-        if path.name in PENDING:
-            marks.append(pytest.mark.xfail(strict=True, reason=PENDING[path.name]))
-        cases.append(pytest.param(path, id=path.name, marks=marks))
-    return cases
+    return [pytest.param(path, id=path.name) for path in sorted(FIXTURES.glob("*.json"))]
 
 
 def test_all_fixtures_are_present() -> None:
@@ -81,7 +75,7 @@ def test_all_fixtures_are_present() -> None:
     names = [path.name for path in FIXTURES.glob("*.json")]
     assert sum(name.startswith("valid-") for name in names) == 62
     assert sum(name.startswith("invalid-") for name in names) == 50
-    assert set(DOCUMENTED) | set(PENDING) <= set(names)
+    assert set(DOCUMENTED) <= set(names)
 
 
 @pytest.mark.parametrize("path", _cases())
@@ -129,8 +123,10 @@ EXPECTED_POINTERS: dict[str, set[str]] = {
     },
     "invalid-error-equals-type.json": {"/StartAt", "/States/Testing/Catch/0/ErrorEquals/0"},
     "invalid-state-name-too-long.json": {
-        "/States/This is an exceptionally long state name that I know will fail when I try"
-        " to deploy to AWS"
+        (
+            "/States/This is an exceptionally long state name that I know will fail when I try"
+            " to deploy to AWS"
+        )
     },
     "invalid-variable-result-path.json": {"/States/Fin/ResultPath"},
     "invalid-task-credentials-null.json": {"/States/X/Credentials"},

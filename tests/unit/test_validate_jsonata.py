@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
-from faastlane.asl.jsonata import JSONataSyntaxError, check_expression, is_expression, is_half_wrapped
+from faastlane.asl.jsonata import (
+    JSONataSyntaxError,
+    check_expression,
+    is_expression,
+    is_half_wrapped,
+)
 
 VALID = [
     "$states.input.items",

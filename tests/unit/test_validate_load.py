@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from faastlane.asl import Problem, load_definition
 
 
@@ -11,7 +10,10 @@ def test_valid_json_is_returned_as_plain_data() -> None:
     text = '{"StartAt": "A", "States": {"A": {"Type": "Succeed", "x": [1, {"y": null}]}}}'
     definition, problems = load_definition(text)
     assert problems == []
-    assert definition == {"StartAt": "A", "States": {"A": {"Type": "Succeed", "x": [1, {"y": None}]}}}
+    assert definition == {
+        "StartAt": "A",
+        "States": {"A": {"Type": "Succeed", "x": [1, {"y": None}]}},
+    }
     assert type(definition) is dict and type(definition["States"]["A"]["x"][1]) is dict
 
 
@@ -49,11 +51,13 @@ def test_duplicate_keys_are_reported_at_every_depth() -> None:
 
 def test_duplicate_key_inside_arrays_uses_the_index() -> None:
     _, problems = load_definition('{"a": [0, {"b~/c": 1, "b~/c": 2}]}')
-    assert problems == [Problem("/a/1/b~0~1c", "duplicate key 'b~/c': JSON object keys must be unique")]
+    assert problems == [
+        Problem("/a/1/b~0~1c", "duplicate key 'b~/c': JSON object keys must be unique")
+    ]
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_non_standard_constants_are_rejected(constant: str) -> None:
-    _, problems = load_definition('{"TimeoutSeconds": %s}' % constant)
+    _, problems = load_definition(f'{{"TimeoutSeconds": {constant}}}')
     assert [p.pointer for p in problems] == [""]
     assert constant.lstrip("-") in problems[0].message

@@ -172,7 +172,7 @@ class Checker:
         try:
             (check_reference_path if reference else check_path)(value)
         except PathSyntaxError as error:
-            what = f"a path or an intrinsic function" if intrinsic else f"a valid {kind}"
+            what = "a path or an intrinsic function" if intrinsic else f"a valid {kind}"
             self.report(where, f"{value!r} is not {what}: {error}")
 
     def result_path(self, node: dict[str, Any], where: str) -> None:
@@ -180,9 +180,7 @@ class Checker:
         if "ResultPath" not in node:
             return
         value, at = node["ResultPath"], child(where, "ResultPath")
-        if isinstance(value, str) and not (
-            value == "$" or value.startswith("$.") or value.startswith("$[")
-        ):
+        if isinstance(value, str) and not (value == "$" or value.startswith(("$.", "$["))):
             # Variables ($name) and the context object ($$) are read-only.
             self.report(at, f"ResultPath {value!r} must start with '$' (the state's input)")
             return
@@ -202,9 +200,7 @@ class Checker:
                 self.template(item, at)
                 continue
             if key[:-2] in value:
-                self.report(
-                    at, f"{key!r} and {key[:-2]!r} would both set the field {key[:-2]!r}"
-                )
+                self.report(at, f"{key!r} and {key[:-2]!r} would both set the field {key[:-2]!r}")
             if not isinstance(item, str):
                 self.report(
                     at,
@@ -222,9 +218,7 @@ class Checker:
             except jsonata.JSONataSyntaxError as error:
                 self.report(where, f"invalid JSONata expression: {error}")
         elif jsonata.is_half_wrapped(text):
-            self.report(
-                where, "a JSONata expression must start with '{%' and end with '%}'"
-            )
+            self.report(where, "a JSONata expression must start with '{%' and end with '%}'")
 
     def jsonata_value(self, value: Any, where: str) -> None:
         """Any JSON value of a JSONata field: every string in it may be an expression."""
@@ -237,8 +231,15 @@ class Checker:
             for key, item in value.items():
                 self.jsonata_value(item, child(where, key))
 
-    def payload(self, node: dict[str, Any], key: str, where: str, language: str,
-                *, must_be_object: bool = False) -> None:
+    def payload(
+        self,
+        node: dict[str, Any],
+        key: str,
+        where: str,
+        language: str,
+        *,
+        must_be_object: bool = False,
+    ) -> None:
         """A payload field: ``Parameters``, ``ResultSelector``, ``Arguments``, ..."""
         if key not in node:
             return

@@ -23,7 +23,9 @@ _KIND_WORDS = {
 class ChoiceChecks(Checker):
     """Checks for the Choice state."""
 
-    def state_choice(self, node: dict[str, Any], where: str, language: str, names: frozenset[str]) -> None:
+    def state_choice(
+        self, node: dict[str, Any], where: str, language: str, names: frozenset[str]
+    ) -> None:
         """Choice: a non-empty Choices array of rules, and an optional Default."""
         if "Default" in node:
             self.target(node["Default"], child(where, "Default"), names)
@@ -37,7 +39,9 @@ class ChoiceChecks(Checker):
         for index, rule in enumerate(rules):
             self.choice_rule(rule, child(at, index), language, names)
 
-    def choice_rule(self, rule: Any, where: str, language: str, names: frozenset[str] | None) -> None:
+    def choice_rule(
+        self, rule: Any, where: str, language: str, names: frozenset[str] | None
+    ) -> None:
         """One Choice rule; ``names`` is None for rules nested in And/Or/Not."""
         what = "a Choice rule" if names is not None else "a nested Choice rule"
         if not self.expect_object(rule, where, "a Choice rule"):
@@ -51,17 +55,24 @@ class ChoiceChecks(Checker):
         else:
             for key in ("Next", "Assign"):
                 if key in rule:
-                    self.report(child(where, key), f"{key} is only allowed in top-level Choice rules")
+                    self.report(
+                        child(where, key), f"{key} is only allowed in top-level Choice rules"
+                    )
         self.check_string(rule, "Comment", where)
         if language == F.JSONATA:
             self.check_fields(rule, where, F.CHOICE_RULE, language, what)
             if "Condition" not in rule:
                 self.report(where, "a JSONata Choice rule needs a Condition")
             elif not isinstance(rule["Condition"], (str, bool)):
-                self.report(child(where, "Condition"), "Condition must be a JSONata expression or a boolean")
+                self.report(
+                    child(where, "Condition"), "Condition must be a JSONata expression or a boolean"
+                )
             elif isinstance(rule["Condition"], str):
                 if not jsonata.is_expression(rule["Condition"]):
-                    self.report(child(where, "Condition"), "Condition must be a '{% ... %}' JSONata expression")
+                    self.report(
+                        child(where, "Condition"),
+                        "Condition must be a '{% ... %}' JSONata expression",
+                    )
                 self.jsonata_string(rule["Condition"], child(where, "Condition"))
             if "Output" in rule:
                 self.jsonata_value(rule["Output"], child(where, "Output"))
@@ -75,14 +86,17 @@ class ChoiceChecks(Checker):
             if key not in structural and key not in COMPARATORS:
                 message = (
                     f"{key} is a JSONata field and this {what} uses JSONPath"
-                    if key in F.CHOICE_RULE.jsonata else f"unknown field {key!r} in {what}"
+                    if key in F.CHOICE_RULE.jsonata
+                    else f"unknown field {key!r} in {what}"
                 )
                 self.report(child(where, key), message)
         operators = [key for key in ("And", "Or", "Not") if key in rule]
         comparators = [key for key in rule if key in COMPARATORS]
         if operators:
             for key in operators[1:] + comparators + (["Variable"] if "Variable" in rule else []):
-                self.report(child(where, key), f"{key} cannot be combined with {operators[0]} in one rule")
+                self.report(
+                    child(where, key), f"{key} cannot be combined with {operators[0]} in one rule"
+                )
             self.boolean_rule(rule, operators[0], where)
             return
         if "Variable" not in rule:
@@ -91,10 +105,15 @@ class ChoiceChecks(Checker):
             self.path(rule["Variable"], child(where, "Variable"), reference=True)
         if not comparators:
             if "Variable" in rule:
-                self.report(where, f"{what} needs exactly one comparison operator (e.g. StringEquals)")
+                self.report(
+                    where, f"{what} needs exactly one comparison operator (e.g. StringEquals)"
+                )
             return
         for key in comparators[1:]:
-            self.report(child(where, key), f"{key}: a Choice rule has exactly one comparison operator ({comparators[0]} is already used)")
+            self.report(
+                child(where, key),
+                f"{key}: a Choice rule has exactly one comparison operator ({comparators[0]} is already used)",
+            )
         self.operand(comparators[0], rule[comparators[0]], child(where, comparators[0]))
 
     def boolean_rule(self, rule: dict[str, Any], operator: str, where: str) -> None:
@@ -121,4 +140,6 @@ class ChoiceChecks(Checker):
             "timestamp": isinstance(value, str) and parse_timestamp(value) is not None,
         }.get(kind, True)
         if not valid:
-            self.report(where, f"{operator} compares against {_KIND_WORDS.get(kind, kind)}, not {value!r}")
+            self.report(
+                where, f"{operator} compares against {_KIND_WORDS.get(kind, kind)}, not {value!r}"
+            )

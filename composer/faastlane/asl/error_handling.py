@@ -27,7 +27,9 @@ class ErrorHandlingChecks(Checker):
             return
         for index, name in enumerate(names):
             if not isinstance(name, str):
-                self.report(child(at, index), f"an error name must be a string, not {json_type(name)}")
+                self.report(
+                    child(at, index), f"an error name must be a string, not {json_type(name)}"
+                )
         if STATES_ALL in names:
             if len(names) > 1:
                 self.report(at, "States.ALL must appear alone in ErrorEquals")

@@ -15,7 +15,9 @@ JSONPATH = "JSONPath"
 JSONATA = "JSONata"
 QUERY_LANGUAGES = (JSONPATH, JSONATA)
 
-TOP_LEVEL = frozenset({"Comment", "StartAt", "States", "Version", "TimeoutSeconds", "QueryLanguage"})
+TOP_LEVEL = frozenset(
+    {"Comment", "StartAt", "States", "Version", "TimeoutSeconds", "QueryLanguage"}
+)
 BRANCH = frozenset({"Comment", "StartAt", "States"})
 ITEM_PROCESSOR = BRANCH | {"ProcessorConfig"}
 
@@ -34,7 +36,9 @@ class StateFields:
 
 
 def _fields(both: str, jsonpath: str, jsonata: str) -> StateFields:
-    return StateFields(frozenset(both.split()), frozenset(jsonpath.split()), frozenset(jsonata.split()))
+    return StateFields(
+        frozenset(both.split()), frozenset(jsonpath.split()), frozenset(jsonata.split())
+    )
 
 
 # Every state may have these, whatever its type or language.
@@ -49,7 +53,9 @@ STATE_FIELDS: dict[str, StateFields] = {
         " TimeoutSecondsPath HeartbeatSecondsPath",
         "Arguments Output",
     ),
-    "Pass": _fields(f"{_COMMON} {_FLOW} Assign", "InputPath OutputPath Parameters ResultPath Result", "Output"),
+    "Pass": _fields(
+        f"{_COMMON} {_FLOW} Assign", "InputPath OutputPath Parameters ResultPath Result", "Output"
+    ),
     "Choice": _fields(f"{_COMMON} Choices Default Assign", "InputPath OutputPath", "Output"),
     "Wait": _fields(
         f"{_COMMON} Seconds Timestamp {_FLOW} Assign",
@@ -76,8 +82,15 @@ STATE_FIELDS: dict[str, StateFields] = {
 FLOW_STATES = frozenset({"Task", "Pass", "Wait", "Parallel", "Map"})
 
 RETRIER = frozenset(
-    {"ErrorEquals", "IntervalSeconds", "MaxAttempts", "BackoffRate", "MaxDelaySeconds",
-     "JitterStrategy", "Comment"}
+    {
+        "ErrorEquals",
+        "IntervalSeconds",
+        "MaxAttempts",
+        "BackoffRate",
+        "MaxDelaySeconds",
+        "JitterStrategy",
+        "Comment",
+    }
 )
 CATCHER = StateFields(
     frozenset({"ErrorEquals", "Next", "Comment", "Assign"}),
@@ -91,11 +104,13 @@ CHOICE_RULE = StateFields(
     frozenset({"Condition", "Output"}),
 )
 
-ITEM_READER = StateFields(frozenset({"Resource", "ReaderConfig"}), frozenset({"Parameters"}),
-                          frozenset({"Arguments"}))
+ITEM_READER = StateFields(
+    frozenset({"Resource", "ReaderConfig"}), frozenset({"Parameters"}), frozenset({"Arguments"})
+)
 READER_CONFIG = StateFields(
-    frozenset({"InputType", "CSVHeaderLocation", "CSVHeaders", "CSVDelimiter", "ManifestType",
-               "MaxItems"}),
+    frozenset(
+        {"InputType", "CSVHeaderLocation", "CSVHeaders", "CSVDelimiter", "ManifestType", "MaxItems"}
+    ),
     frozenset({"MaxItemsPath"}),
     frozenset(),
 )
@@ -104,6 +119,7 @@ ITEM_BATCHER = StateFields(
     frozenset({"MaxItemsPerBatchPath", "MaxInputBytesPerBatchPath"}),
     frozenset(),
 )
-RESULT_WRITER = StateFields(frozenset({"Resource", "WriterConfig"}), frozenset({"Parameters"}),
-                            frozenset({"Arguments"}))
+RESULT_WRITER = StateFields(
+    frozenset({"Resource", "WriterConfig"}), frozenset({"Parameters"}), frozenset({"Arguments"})
+)
 PROCESSOR_CONFIG = frozenset({"Mode", "ExecutionType"})

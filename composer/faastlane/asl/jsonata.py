@@ -44,15 +44,38 @@ def check_expression(text: str) -> None:
 
 # Binding powers of jsonata-js (operators that only separate, like ':' or ';', bind 0).
 _INFIX = {
-    ".": 75, "[": 80, "{": 70, "(": 80, "@": 80, "#": 80, "?": 20, "+": 50, "-": 50,
-    "*": 60, "/": 60, "%": 60, "=": 40, "<": 40, ">": 40, "^": 40, "!=": 40, "<=": 40,
-    ">=": 40, "~>": 40, "?:": 40, "??": 40, "and": 30, "or": 25, "in": 40, "&": 50,
+    ".": 75,
+    "[": 80,
+    "{": 70,
+    "(": 80,
+    "@": 80,
+    "#": 80,
+    "?": 20,
+    "+": 50,
+    "-": 50,
+    "*": 60,
+    "/": 60,
+    "%": 60,
+    "=": 40,
+    "<": 40,
+    ">": 40,
+    "^": 40,
+    "!=": 40,
+    "<=": 40,
+    ">=": 40,
+    "~>": 40,
+    "?:": 40,
+    "??": 40,
+    "and": 30,
+    "or": 25,
+    "in": 40,
+    "&": 50,
     ":=": 10,
 }
 _TWO_CHAR = ("..", ":=", "!=", ">=", "<=", "**", "~>", "?:", "??")
 _SINGLE = set(".[]{}(),@#;:?+-*/%|=<>^&!~")
 _NUMBER = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?([Ee][-+]?[0-9]+)?")
-_ESCAPES = set('"\\/bfnrtu\'')
+_ESCAPES = set("\"\\/bfnrtu'")
 # Tokens after which '/' divides; anywhere else it starts a regular expression.
 _VALUE_END = {"name", "variable", "number", "string", "value", "regex"}
 
@@ -116,8 +139,12 @@ def _tokenize(text: str) -> list[_Token]:
             position = end + 1
             continue
         start = position
-        while position < length and not text[position].isspace() and text[position] not in _SINGLE \
-                and text[position] not in "\"'`":
+        while (
+            position < length
+            and not text[position].isspace()
+            and text[position] not in _SINGLE
+            and text[position] not in "\"'`"
+        ):
             position += 1
         word = text[start:position]
         if word.startswith("$"):
@@ -139,7 +166,9 @@ def _scan_string(text: str, position: int, fail) -> int:  # type: ignore[no-unty
         if char == "\\":
             if index + 1 >= len(text) or text[index + 1] not in _ESCAPES:
                 raise fail("unsupported escape sequence in string", index)
-            if text[index + 1] == "u" and not re.fullmatch(r"[0-9a-fA-F]{4}", text[index + 2 : index + 6]):
+            if text[index + 1] == "u" and not re.fullmatch(
+                r"[0-9a-fA-F]{4}", text[index + 2 : index + 6]
+            ):
                 raise fail("\\u must be followed by four hex digits", index)
             index += 2
             continue
@@ -188,8 +217,11 @@ class _Parser:
 
     def error(self, message: str, token: _Token | None = None) -> JSONataSyntaxError:
         token = token or self.token
-        found = "the end of the expression" if token.kind == "end" else repr(
-            token.value if token.kind != "string" else "string")
+        found = (
+            "the end of the expression"
+            if token.kind == "end"
+            else repr(token.value if token.kind != "string" else "string")
+        )
         return JSONataSyntaxError(f"{message}, found {found} at position {token.position + 1}")
 
     def is_op(self, value: str) -> bool:
@@ -321,6 +353,7 @@ class _Parser:
 
     def lambda_definition(self) -> None:
         """``function($a, $b)<signature>? { body }``; the '(' is already consumed."""
+
         def parameter() -> None:
             if self.token.kind != "variable":
                 raise self.error("a function parameter must be a variable")

@@ -34,7 +34,9 @@ def _plain(value: Any, where: str, problems: list[Problem]) -> Any:
     if isinstance(value, _Object):
         for key in value.duplicates:
             problems.append(
-                Problem(child(where, key), f"duplicate key {key!r}: JSON object keys must be unique")
+                Problem(
+                    child(where, key), f"duplicate key {key!r}: JSON object keys must be unique"
+                )
             )
         return {key: _plain(item, child(where, key), problems) for key, item in value.items()}
     if isinstance(value, list):

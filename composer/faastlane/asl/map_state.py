@@ -17,7 +17,9 @@ MAX_BATCH_BYTES = 262_144
 class MapChecks(Checker):
     """Checks for the Map state (inline and distributed)."""
 
-    def state_map(self, node: dict[str, Any], where: str, language: str, names: frozenset[str]) -> None:
+    def state_map(
+        self, node: dict[str, Any], where: str, language: str, names: frozenset[str]
+    ) -> None:
         """Map: the item processor, where items come from and how many run at once."""
         processors = self.exclusive(node, where, "ItemProcessor", "Iterator")
         if not processors:
@@ -41,14 +43,18 @@ class MapChecks(Checker):
             ("ToleratedFailureCount", True, None),
         ):
             self.exclusive(node, where, key, key + "Path")
-            self.check_number(node, key, where, integer=integer, minimum=0, maximum=maximum,
-                              language=language)
+            self.check_number(
+                node, key, where, integer=integer, minimum=0, maximum=maximum, language=language
+            )
             if key + "Path" in node:
                 self.path(node[key + "Path"], child(where, key + "Path"), reference=True)
         if "Label" in node:
             label = node["Label"]
             if not isinstance(label, str) or len(label) > MAX_MAP_LABEL:
-                self.report(child(where, "Label"), f"Label must be a string of at most {MAX_MAP_LABEL} characters")
+                self.report(
+                    child(where, "Label"),
+                    f"Label must be a string of at most {MAX_MAP_LABEL} characters",
+                )
         if "ItemReader" in node:
             self.item_reader(node["ItemReader"], child(where, "ItemReader"), language)
         if "ItemBatcher" in node:
@@ -88,8 +94,9 @@ class MapChecks(Checker):
             if self.expect_object(config, at, "ReaderConfig"):
                 self.check_fields(config, at, F.READER_CONFIG, language, "ReaderConfig")
                 self.exclusive(config, at, "MaxItems", "MaxItemsPath")
-                self.check_number(config, "MaxItems", at, minimum=0, maximum=MAX_ITEMS,
-                                  language=language)
+                self.check_number(
+                    config, "MaxItems", at, minimum=0, maximum=MAX_ITEMS, language=language
+                )
                 if "MaxItemsPath" in config:
                     self.path(config["MaxItemsPath"], child(at, "MaxItemsPath"), reference=True)
 
@@ -97,11 +104,17 @@ class MapChecks(Checker):
         if not self.expect_object(node, where, "ItemBatcher"):
             return
         self.check_fields(node, where, F.ITEM_BATCHER, language, "ItemBatcher")
-        limits = [key for key in ("MaxItemsPerBatch", "MaxInputBytesPerBatch")
-                  if key in node or key + "Path" in node]
+        limits = [
+            key
+            for key in ("MaxItemsPerBatch", "MaxInputBytesPerBatch")
+            if key in node or key + "Path" in node
+        ]
         if not limits:
             self.report(where, "an ItemBatcher needs MaxItemsPerBatch or MaxInputBytesPerBatch")
-        for key, maximum in (("MaxItemsPerBatch", None), ("MaxInputBytesPerBatch", MAX_BATCH_BYTES)):
+        for key, maximum in (
+            ("MaxItemsPerBatch", None),
+            ("MaxInputBytesPerBatch", MAX_BATCH_BYTES),
+        ):
             self.exclusive(node, where, key, key + "Path")
             self.check_number(node, key, where, minimum=1, maximum=maximum, language=language)
             if key + "Path" in node:
@@ -113,8 +126,9 @@ class MapChecks(Checker):
         if not self.expect_object(node, where, "ResultWriter"):
             return
         self.check_fields(node, where, F.RESULT_WRITER, language, "ResultWriter")
-        if "Resource" in node and (not isinstance(node["Resource"], str)
-                                   or not ARN.match(node["Resource"])):
+        if "Resource" in node and (
+            not isinstance(node["Resource"], str) or not ARN.match(node["Resource"])
+        ):
             self.report(child(where, "Resource"), "the ResultWriter Resource must be an ARN string")
         self.payload(node, "Parameters", where, language, must_be_object=True)
         self.payload(node, "Arguments", where, language, must_be_object=True)

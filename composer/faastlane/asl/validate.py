@@ -73,7 +73,9 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
         if "StartAt" not in node:
             self.report(where, f"{what} needs StartAt (the name of its first state)")
         elif not isinstance(start, str):
-            self.report(child(where, "StartAt"), f"StartAt must be a string, not {json_type(start)}")
+            self.report(
+                child(where, "StartAt"), f"StartAt must be a string, not {json_type(start)}"
+            )
         elif start not in states:
             self.report(child(where, "StartAt"), f"StartAt names {start!r}, which is not in States")
 
@@ -88,7 +90,10 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
         if not name:
             self.report(where, "a state name cannot be empty")
         elif len(name) > MAX_STATE_NAME:
-            self.report(where, f"state name is {len(name)} characters long; at most {MAX_STATE_NAME} are allowed")
+            self.report(
+                where,
+                f"state name is {len(name)} characters long; at most {MAX_STATE_NAME} are allowed",
+            )
         if name in self.owner:
             self.report(
                 where,
@@ -101,15 +106,21 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
     def reachability(self, states: dict[str, Any], states_at: str, start: str | None) -> None:
         """Every state reachable from StartAt, and at least one terminal state."""
         terminal = [
-            name for name, state in states.items()
+            name
+            for name, state in states.items()
             if isinstance(state, dict)
             and (state.get("Type") in ("Succeed", "Fail") or state.get("End") is True)
         ]
         # A state without a valid Type is already reported; whether it was meant to
         # end the machine is unknowable, so do not add a cascade.
-        typed = all(isinstance(s, dict) and s.get("Type") in F.STATE_FIELDS for s in states.values())
+        typed = all(
+            isinstance(s, dict) and s.get("Type") in F.STATE_FIELDS for s in states.values()
+        )
         if not terminal and typed:
-            self.report(states_at, "no terminal state: one state needs End: true, or a Succeed or Fail state")
+            self.report(
+                states_at,
+                "no terminal state: one state needs End: true, or a Succeed or Fail state",
+            )
         if start is None:
             return  # already reported; reachability would only repeat it
         seen = {start}
@@ -171,7 +182,9 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
         if value == F.JSONPATH and self.top_language == F.JSONATA:
             # "If JSONata is specified at the top level, JSONPath cannot be used in the
             # state machine definition" (Step Functions, QueryLanguage).
-            self.report(at, "a state cannot use JSONPath when the top-level QueryLanguage is JSONata")
+            self.report(
+                at, "a state cannot use JSONPath when the top-level QueryLanguage is JSONata"
+            )
         return str(value)
 
     def flow(self, node: dict[str, Any], where: str, names: frozenset[str]) -> None:
@@ -186,13 +199,19 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
         elif end is not True:
             self.report(where, f"a {node['Type']} state needs Next or End: true")
 
-    def state_pass(self, node: dict[str, Any], where: str, language: str, names: frozenset[str]) -> None:
+    def state_pass(
+        self, node: dict[str, Any], where: str, language: str, names: frozenset[str]
+    ) -> None:
         """Pass: everything is checked by the common fields."""
 
-    def state_succeed(self, node: dict[str, Any], where: str, language: str, names: frozenset[str]) -> None:
+    def state_succeed(
+        self, node: dict[str, Any], where: str, language: str, names: frozenset[str]
+    ) -> None:
         """Succeed: everything is checked by the common fields."""
 
-    def state_fail(self, node: dict[str, Any], where: str, language: str, names: frozenset[str]) -> None:
+    def state_fail(
+        self, node: dict[str, Any], where: str, language: str, names: frozenset[str]
+    ) -> None:
         """Fail: Error/ErrorPath and Cause/CausePath, one of each pair at most."""
         for static, dynamic in (("Error", "ErrorPath"), ("Cause", "CausePath")):
             self.exclusive(node, where, static, dynamic)
@@ -200,10 +219,15 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
             if dynamic in node:
                 self.path(node[dynamic], child(where, dynamic), reference=True, intrinsic=True)
 
-    def state_wait(self, node: dict[str, Any], where: str, language: str, names: frozenset[str]) -> None:
+    def state_wait(
+        self, node: dict[str, Any], where: str, language: str, names: frozenset[str]
+    ) -> None:
         """Wait: exactly one of Seconds, SecondsPath, Timestamp, TimestampPath."""
-        keys = ("Seconds", "Timestamp") if language == F.JSONATA else (
-            "Seconds", "SecondsPath", "Timestamp", "TimestampPath")
+        keys = (
+            ("Seconds", "Timestamp")
+            if language == F.JSONATA
+            else ("Seconds", "SecondsPath", "Timestamp", "TimestampPath")
+        )
         if not self.exclusive(node, where, *keys):
             self.report(where, f"a Wait state needs one of {', '.join(keys)}")
         self.check_number(node, "Seconds", where, minimum=0, maximum=MAX_SECONDS, language=language)
@@ -212,13 +236,18 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
             if language == F.JSONATA and isinstance(value, str) and jsonata.is_expression(value):
                 self.jsonata_string(value, at)
             elif not isinstance(value, str) or parse_timestamp(value) is None:
-                self.report(at, f"Timestamp must be an RFC 3339 timestamp such as"
-                                f" '2016-03-14T01:59:00Z', not {value!r}")
+                self.report(
+                    at,
+                    f"Timestamp must be an RFC 3339 timestamp such as"
+                    f" '2016-03-14T01:59:00Z', not {value!r}",
+                )
         for key in ("SecondsPath", "TimestampPath"):
             if key in node:
                 self.path(node[key], child(where, key), reference=True)
 
-    def state_task(self, node: dict[str, Any], where: str, language: str, names: frozenset[str]) -> None:
+    def state_task(
+        self, node: dict[str, Any], where: str, language: str, names: frozenset[str]
+    ) -> None:
         """Task: Resource, timeouts and heartbeats, Credentials."""
         if "Resource" not in node:
             self.report(where, "a Task state needs a Resource")
@@ -229,10 +258,12 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
             self.check_number(node, key, where, minimum=1, maximum=MAX_SECONDS, language=language)
             if key + "Path" in node:
                 self.path(node[key + "Path"], child(where, key + "Path"), reference=True)
-        timeout, heartbeat = node.get("TimeoutSeconds"), node.get("HeartbeatSeconds")
-        if is_int(timeout) and is_int(heartbeat) and heartbeat >= timeout:
-            self.report(child(where, "HeartbeatSeconds"),
-                        f"HeartbeatSeconds ({heartbeat}) must be smaller than TimeoutSeconds ({timeout})")
+        timeout, heartbeat = node.get("TimeoutSeconds", 0), node.get("HeartbeatSeconds", 0)
+        if is_int(timeout) and is_int(heartbeat) and 0 < timeout <= heartbeat:
+            self.report(
+                child(where, "HeartbeatSeconds"),
+                f"HeartbeatSeconds ({heartbeat}) must be smaller than TimeoutSeconds ({timeout})",
+            )
         self.payload(node, "Credentials", where, language, must_be_object=True)
 
     def resource(self, node: dict[str, Any], where: str, language: str) -> None:
@@ -275,7 +306,9 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
             f" or functions/{target.function}/ (the app provides: {provided})",
         )
 
-    def state_parallel(self, node: dict[str, Any], where: str, language: str, names: frozenset[str]) -> None:
+    def state_parallel(
+        self, node: dict[str, Any], where: str, language: str, names: frozenset[str]
+    ) -> None:
         """Parallel: Branches, each a complete sub-machine."""
         if "Branches" not in node:
             self.report(where, "a Parallel state needs Branches")
@@ -289,15 +322,19 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
 
     def definition(self, node: Any) -> None:
         if not isinstance(node, dict):
-            self.report("", f"a state machine definition must be a JSON object, not {json_type(node)}")
+            self.report(
+                "", f"a state machine definition must be a JSON object, not {json_type(node)}"
+            )
             return
         language = node.get("QueryLanguage", F.JSONPATH)
         if language in F.QUERY_LANGUAGES:
             self.top_language = language
         else:
-            self.report("/QueryLanguage", f"QueryLanguage must be JSONPath or JSONata, not {language!r}")
+            self.report(
+                "/QueryLanguage", f"QueryLanguage must be JSONPath or JSONata, not {language!r}"
+            )
         if "Version" in node and node["Version"] != "1.0":
-            self.report("/Version", f"Version must be \"1.0\", not {node['Version']!r}")
+            self.report("/Version", f'Version must be "1.0", not {node["Version"]!r}')
         self.check_number(node, "TimeoutSeconds", "", minimum=1, maximum=MAX_SECONDS)
         self.machine(node, "", F.TOP_LEVEL, "a state machine")
 
