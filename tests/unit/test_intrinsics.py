@@ -10,7 +10,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-
 from faastlane.runtime.errors import INTRINSIC_FAILURE, StatesError
 from faastlane.runtime.intrinsics import IntrinsicSyntaxError, check, evaluate, is_intrinsic
 from faastlane.runtime.paths import PathNotFound
@@ -68,6 +67,12 @@ def test_check_accepts_valid_invocations(text: str) -> None:
     ("States.Format('{} and {}', $.a)", "2 '{}' but 1 value"),
     ("States.JsonToString('{}')", "must be a path"),
     ("States.Array($.a[)", "Invalid path"),
+    # Literals of the wrong type are caught before any run.
+    ("States.MathAdd(1,'-1')", "argument 2 of States.MathAdd must be a number"),
+    ("States.ArrayLength('abc')", "must be an array"),
+    ("States.Hash('x', 'SHA-3')", "must be one of MD5, SHA-1"),
+    ("States.JsonMerge($.a, $.b, true)", "must be false"),
+    ("States.StringSplit($.a, 1)", "must be a string"),
     # The guide's "nine nested intrinsic functions" example has three {} but only two
     # values; the specification says "There MUST be as many remaining arguments ... as
     # there are occurrences of {}", so it cannot be accepted as printed.
@@ -150,7 +155,7 @@ def test_json_merge_example_is_shallow() -> None:
 
 def test_json_merge_deep_mode_and_non_objects_fail() -> None:
     # "you must specify the boolean value as false"
-    assert "must be false" in fails("States.JsonMerge($.a, $.a, true)", {"a": {}})
+    assert "must be false" in fails("States.JsonMerge($.a, $.a, $.t)", {"a": {}, "t": True})
     assert "must be an object" in fails("States.JsonMerge($.a, $.b, false)",
                                         {"a": {}, "b": [1]})
 
@@ -174,7 +179,7 @@ def test_array_partition_example() -> None:
         [[1, 2, 3, 4], [5, 6, 7, 8], [9]]
     # "You must specify a non-zero, positive integer for the second argument"
     assert "positive" in fails("States.ArrayPartition($.inputArray, 0)", data)
-    assert "must be an array" in fails("States.ArrayPartition('x', 2)")
+    assert "must be an array" in fails("States.ArrayPartition($.s, 2)", {"s": "x"})
 
 
 def test_array_contains_example() -> None:
@@ -194,7 +199,7 @@ def test_array_range_example_and_limits() -> None:
     assert "zero" in fails("States.ArrayRange(1, 9, 0)")
     # "The newly generated array can't contain more than 1000 items."
     assert "1001 items" in fails("States.ArrayRange(0, 1000, 1)")
-    assert "integer" in fails("States.ArrayRange('1', 9, 1)")
+    assert "integer" in fails("States.ArrayRange($.s, 9, 1)", {"s": "1"})
 
 
 def test_array_get_item_example() -> None:
@@ -251,7 +256,7 @@ def test_hash_example_and_algorithms() -> None:
         "b4a697a057313163aee33cd8d40c66e9f0f177e00cac2de32475ffff6169c3e3"
     assert len(run("States.Hash($.Data, 'SHA-384')", data)) == 96
     assert len(run("States.Hash($.Data, 'SHA-512')", data)) == 128
-    assert "must be one of" in fails("States.Hash($.Data, 'SHA-3')", data)
+    assert "must be one of" in fails("States.Hash($.Data, $.Bad)", {**data, "Bad": "SHA-3"})
     assert "10001 characters" in fails("States.Hash($.s, 'MD5')", {"s": "x" * 10_001})
 
 
@@ -263,7 +268,7 @@ def test_math_add_example() -> None:
     assert run("States.MathAdd($.value1, $.step)", {"value1": 111, "step": -1}) == 110
     # Non-integers are rounded to the nearest integer: 1.5 -> 2, 2.4 -> 2.
     assert run("States.MathAdd(1.5, 2.4)") == 4
-    assert "integer" in fails("States.MathAdd('1', 2)")
+    assert "integer" in fails("States.MathAdd($.s, 2)", {"s": "1"})
     assert "outside" in fails("States.MathAdd(2147483648, 0)")
 
 
@@ -285,7 +290,7 @@ def test_string_split_examples() -> None:
     # "This.is+a,test=string" with ".+,=" -> ["This","is","a","test","string"]
     assert run("States.StringSplit($.s, $.d)", {"s": "This.is+a,test=string", "d": ".+,="}) \
         == ["This", "is", "a", "test", "string"]
-    assert "must be a string" in fails("States.StringSplit(1, ',')")
+    assert "must be a string" in fails("States.StringSplit($.n, ',')", {"n": 1})
 
 
 def test_uuid_is_a_random_version_4_uuid() -> None:
@@ -313,3 +318,13 @@ def test_nested_calls_from_the_guide() -> None:
 def test_missing_path_argument_raises_path_not_found() -> None:
     with pytest.raises(PathNotFound):
         run("States.Array($.missing)", {"a": 1})
+
+
+def test_workflow_variables_as_arguments() -> None:
+    # Variables are read as "$name" in JSONPath states (the fixture's
+    # "States.Format('{}{}', $.field1, $field2)").
+    check("States.Format('{}{}', $.field1, $field2)")
+    assert evaluate("States.Format('{}{}', $.field1, $field2.x)", {"field1": "a"}, CONTEXT,
+                    {"field2": {"x": "b"}}) == "ab"
+    with pytest.raises(PathNotFound):
+        evaluate("States.Array($undefined)", {}, CONTEXT, {})

@@ -65,7 +65,7 @@ CONTEXT = {
     "$..*", "$..[0]", "$.a[?(@.x > 1)]", "$.a[?(@.x == 'y' && !(@.z))]", "$.a[1:3]",
     "$.a[:2]", "$.a[-2:]", "$.a[0,1]", "$['a','b']", "$.a.length()", "$..price.sum()",
     "$$", "$$.Execution.Input.x", "$$.Map.Item.Value", "$.a[?(@.n =~ /ab.*/i)]",
-    "$.a[?(@.tags in ['x', 'y'])]", "$.a-b.c_d", "$.a[ 0 , 1 ]",
+    "$.a[?(@.tags in ['x', 'y'])]", "$.a-b.c_d", "$.a[ 0 , 1 ]", "$myVar", "$my_var.a[0]",
 ])
 def test_check_path_accepts_what_jsonpath_allows(path: str) -> None:
     check_path(path)
@@ -357,3 +357,17 @@ def test_result_path_that_cannot_apply_is_result_path_match_failure(state_input,
         apply_result_path(state_input, 1, path)
     assert caught.value.error == RESULT_PATH_MATCH_FAILURE
     assert path in caught.value.cause
+
+
+def test_workflow_variables_are_read_from_the_variables() -> None:
+    variables = {"inputPayload": {"data": {"firstname": "Ann"}}, "n": 3}
+    assert read({}, "$inputPayload.data.firstname", CONTEXT, variables) == "Ann"
+    assert read({}, "$n", CONTEXT, variables) == 3
+    with pytest.raises(PathNotFound, match="Variable 'other' is not defined"):
+        read({}, "$other", CONTEXT, variables)
+    template = {"name.$": "$inputPayload.data.firstname", "plain.$": "$.x"}
+    assert apply_template(template, {"x": 1}, CONTEXT, variables) == {"name": "Ann", "plain": 1}
+    # ResultPath writes the state's output, never a variable.
+    with pytest.raises(StatesError) as caught:
+        apply_result_path({}, 1, "$n")
+    assert caught.value.error == RESULT_PATH_MATCH_FAILURE

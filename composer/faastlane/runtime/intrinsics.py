@@ -24,7 +24,7 @@ import math
 import random
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -298,6 +298,41 @@ def _check_signature(call: Call, error: Callable[[str], IntrinsicSyntaxError]) -
     if call.name == "JsonToString" and not isinstance(call.args[0], PathArg):
         # "This argument must be a Path" (Amazon States Language specification).
         raise error("the argument of States.JsonToString must be a path")
+    kinds = _LITERAL_KINDS.get(call.name, ())
+    for position, (arg, kind) in enumerate(zip(call.args, kinds, strict=False)):
+        if isinstance(arg, Literal) and kind is not None and not _LITERAL_TESTS[kind](arg.value):
+            raise error(
+                f"argument {position + 1} of States.{call.name} must be {kind}, "
+                f"got {paths.compact_json(arg.value)}"
+            )
+
+
+# What a *literal* argument must be, by position (None: anything). Arrays and objects
+# cannot be written as literals, so those positions take only paths and calls.
+_LITERAL_KINDS: dict[str, tuple[str | None, ...]] = {
+    "StringToJson": ("a string",),
+    "ArrayPartition": ("an array", "a number"),
+    "ArrayContains": ("an array", None),
+    "ArrayRange": ("a number", "a number", "a number"),
+    "ArrayGetItem": ("an array", "a number"),
+    "ArrayLength": ("an array",),
+    "ArrayUnique": ("an array",),
+    "Base64Encode": ("a string",),
+    "Base64Decode": ("a string",),
+    "Hash": ("a string", "one of " + ", ".join(_HASHES)),
+    "JsonMerge": ("an object", "an object", "false"),
+    "MathRandom": ("a number", "a number", "a number"),
+    "MathAdd": ("a number", "a number"),
+    "StringSplit": ("a string", "a string"),
+}
+_LITERAL_TESTS: dict[str, Callable[[Any], bool]] = {
+    "a string": lambda v: isinstance(v, str),
+    "a number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "an array": lambda v: False,
+    "an object": lambda v: False,
+    "false": lambda v: v is False,
+    "one of " + ", ".join(_HASHES): lambda v: v in _HASHES,
+}
 
 
 # --------------------------------------------------------------------------------------
@@ -305,27 +340,42 @@ def _check_signature(call: Call, error: Callable[[str], IntrinsicSyntaxError]) -
 # --------------------------------------------------------------------------------------
 
 
-def evaluate(text: str, data: Any, context: dict) -> Any:
-    """Evaluate an intrinsic invocation on the state's data and the context object."""
+@dataclass(frozen=True)
+class _Scope:
+    """What path arguments read: the state's data, the context object, variables."""
+
+    data: Any
+    context: dict[str, Any]
+    variables: Mapping[str, Any] | None
+
+
+def evaluate(
+    text: str,
+    data: Any,
+    context: dict[str, Any],
+    variables: Mapping[str, Any] | None = None,
+) -> Any:
+    """Evaluate an intrinsic invocation on the state's data, the context object and
+    (for ``$name`` arguments) the workflow variables."""
     try:
         call = parse(text)
     except IntrinsicSyntaxError as exc:  # the validator rejects these before any run
         raise StatesError(INTRINSIC_FAILURE, str(exc)) from None
-    return _call(call, data, context)
+    return _call(call, _Scope(data, context, variables))
 
 
-def _value(arg: Literal | PathArg | Call, data: Any, context: dict) -> Any:
+def _value(arg: Literal | PathArg | Call, scope: _Scope) -> Any:
     if isinstance(arg, Literal):
         return arg.value
     if isinstance(arg, PathArg):
-        return paths.read(data, arg.path.text, context)
-    return _call(arg, data, context)
+        return paths.read(scope.data, arg.path.text, scope.context, scope.variables)
+    return _call(arg, scope)
 
 
-def _call(call: Call, data: Any, context: dict) -> Any:
+def _call(call: Call, scope: _Scope) -> Any:
     if call.name == "Format":
-        return _format(call, data, context)
-    args = [_value(arg, data, context) for arg in call.args]
+        return _format(call, scope)
+    args = [_value(arg, scope) for arg in call.args]
     return _IMPLEMENTATIONS[call.name](*args)
 
 
@@ -362,13 +412,13 @@ def _show(value: Any) -> str:
     return f"{paths.json_type(value)} {paths.compact_json(value)}"
 
 
-def _format(call: Call, data: Any, context: dict) -> str:
+def _format(call: Call, scope: _Scope) -> str:
     template = call.args[0]
     if isinstance(template, Literal):
         pieces = list(template.pieces or ())
     else:
-        pieces = _string("Format", "the template", _value(template, data, context)).split("{}")
-    values = [_value(arg, data, context) for arg in call.args[1:]]
+        pieces = _string("Format", "the template", _value(template, scope)).split("{}")
+    values = [_value(arg, scope) for arg in call.args[1:]]
     if len(pieces) - 1 != len(values):
         raise _fail("Format", f"{len(pieces) - 1} '{{}}' but {len(values)} value(s)")
     out = [pieces[0]]

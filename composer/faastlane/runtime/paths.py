@@ -26,7 +26,7 @@ import json
 import math
 import re
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -73,6 +73,7 @@ class CompiledPath:
     steps: tuple[Step, ...]
     definite: bool
     function: str | None  # trailing ``.name()``, applied to the result
+    variable: str | None = None  # rooted at a workflow variable: ``$name...``
 
     @property
     def jayway(self) -> str:
@@ -157,10 +158,17 @@ class _Parser:
             raise self.error("a path must start with '$'", 0)
         context = self.text.startswith("$$")
         self.pos = 2 if context else 1
+        variable = None
+        match = _VARIABLE.match(self.text, self.pos)
+        if match and not context:
+            variable = match.group()
+            self.pos = match.end()
         steps, function = self.steps(_NAME_END)
         if not self.at_end():
             raise self.error(f"unexpected '{self.peek()}'")
-        return CompiledPath(self.text, context, steps, _is_definite(steps), function)
+        return CompiledPath(
+            self.text, context, steps, _is_definite(steps), function, variable
+        )
 
     def steps(self, name_end: frozenset[str]) -> tuple[tuple[Step, ...], str | None]:
         """Steps after a root, up to the end or the first character that cannot continue."""
@@ -396,6 +404,10 @@ _Predicate = Callable[[Any, Any], bool]
 _Operand = tuple  # ("path", rooted_at_$, CompiledPath) | ("value", v) | ("regex", re)
 
 _INTEGER = re.compile(r"-?\d+")
+# Workflow variables are read in JSONPath states as "$name" or "$name.field"; a name
+# starts with a letter or underscore (Step Functions, "Passing data between states with
+# variables").
+_VARIABLE = re.compile(r"[^\W\d]\w*")
 _FILTER_OPERATOR = re.compile(
     r"(==|!=|<=|>=|<|>|=~|(?:nin|in|subsetof|anyof|noneof|size|empty)(?![A-Za-z0-9_]))"
 )
@@ -529,14 +541,24 @@ def _compare(operator: str, left: _Operand, right: _Operand) -> _Predicate:
 # --------------------------------------------------------------------------------------
 
 
-def read(data: Any, path: str, context: dict | None = None) -> Any:
-    """Evaluate ``path`` on ``data`` (``$$...`` on ``context``).
+def read(
+    data: Any,
+    path: str,
+    context: dict[str, Any] | None = None,
+    variables: Mapping[str, Any] | None = None,
+) -> Any:
+    """Evaluate ``path`` on ``data`` (``$$...`` on ``context``, ``$name...`` on the
+    workflow ``variables``).
 
     A definite path returns the node it names and raises :class:`PathNotFound` when
     there is none; an indefinite one returns the list of its matches.
     Raises :class:`PathSyntaxError` for a path that does not parse.
     """
     compiled = compile_path(path)
+    if compiled.variable is not None:
+        if variables is None or compiled.variable not in variables:
+            raise PathNotFound(f"Variable '{compiled.variable}' is not defined", path)
+        return _evaluate(compiled, variables[compiled.variable])
     return _evaluate(compiled, (context or {}) if compiled.context else data)
 
 
@@ -716,7 +738,12 @@ def _select(data: Any, path: str | None, context: dict | None) -> Any:
         raise StatesError(RUNTIME, str(exc)) from None
 
 
-def apply_template(template: Any, data: Any, context: dict | None) -> Any:
+def apply_template(
+    template: Any,
+    data: Any,
+    context: dict[str, Any] | None,
+    variables: Mapping[str, Any] | None = None,
+) -> Any:
     """Parameters / ResultSelector / ItemSelector: build a new value from a template.
 
     Every key ending in ``.$`` takes the value of the path (or intrinsic function) it
@@ -728,24 +755,30 @@ def apply_template(template: Any, data: Any, context: dict | None) -> Any:
         out: dict[str, Any] = {}
         for key, value in template.items():
             if key.endswith(".$"):
-                out[key[:-2]] = _dynamic_value(key, value, data, context)
+                out[key[:-2]] = _dynamic_value(key, value, data, context, variables)
             else:
-                out[key] = apply_template(value, data, context)
+                out[key] = apply_template(value, data, context, variables)
         return out
     if isinstance(template, list):
-        return [apply_template(item, data, context) for item in template]
+        return [apply_template(item, data, context, variables) for item in template]
     return template
 
 
-def _dynamic_value(key: str, expression: Any, data: Any, context: dict | None) -> Any:
+def _dynamic_value(
+    key: str,
+    expression: Any,
+    data: Any,
+    context: dict[str, Any] | None,
+    variables: Mapping[str, Any] | None,
+) -> Any:
     if not isinstance(expression, str):
         raise StatesError(
             RUNTIME, f"The value for the field '{key}' must be a STRING that contains a JSONPath"
         )
     try:
         if intrinsics.is_intrinsic(expression):
-            return intrinsics.evaluate(expression, data, context or {})
-        return read(data, expression, context)
+            return intrinsics.evaluate(expression, data, context or {}, variables)
+        return read(data, expression, context, variables)
     except PathNotFound as exc:
         # AWS names the missing path as written and the input it looked in.
         missing = exc.path
@@ -773,7 +806,13 @@ def apply_result_path(state_input: Any, result: Any, path: str | None) -> Any:
         return result
     compiled = compile_path(path)
     steps = compiled.steps
-    if compiled.context or not compiled.definite or compiled.function or not steps:
+    if (
+        compiled.context
+        or compiled.variable is not None
+        or not compiled.definite
+        or compiled.function
+        or not steps
+    ):
         raise _result_path_failure(path, state_input)
     return _set(state_input, steps, result, path, state_input)
 
