@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any, Callable
 
 SEED = 20240327
 TRADE_DATE = date(2024, 3, 27)
@@ -77,7 +78,7 @@ def cents(x: float) -> float:
     return round(x, 2)
 
 
-def market_snapshot(rng: random.Random) -> dict:
+def market_snapshot(rng: random.Random) -> dict[str, Any]:
     """One trading day's open/high/low/close/volume/VWAP for every ticker."""
     quotes = {}
     for ticker, sector, ref, adv in UNIVERSE:
@@ -138,7 +139,7 @@ FUNDS = [
          ["INTC", "BAC", "PFE", "VZ", "CSCO"], 72, 900_000, 4_000_000),
     Fund("HF-3003", "Harbor Value Opportunities Fund", "concentrated long-only value",
          ["JPM", "BAC", "CVX", "COP", "JNJ", "PFE", "PG", "CAT", "NEE", "SWBI", "HD"],
-         [], 40, 3_500_000, -15_700_000),
+         [], 40, 3_500_000, -21_000_000),
 ]
 
 
@@ -154,16 +155,14 @@ def timestamp(day: date, seconds_after_midnight: int) -> str:
 
 
 OPEN_S, CLOSE_S = 9 * 3600 + 30 * 60, 16 * 3600
-FUND_START: dict[str, dict[str, int]] = {}  # start-of-day positions, by portfolio id
 
 
-def portfolio(fund: Fund, quotes: dict, rng: random.Random) -> dict:
+def portfolio(fund: Fund, quotes: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     """Start-of-day positions, locates and one day of trades, some of them non-compliant."""
     start_positions: dict[str, int] = {}
     for ticker in fund.book:
         qty = round_lot(fund.position_value * rng.uniform(0.4, 1.6) / quotes[ticker]["close"])
         start_positions[ticker] = -qty if ticker in fund.shorts and rng.random() < 0.4 else qty
-    FUND_START[fund.portfolio_id] = start_positions
     positions = dict(start_positions)  # the running book, to keep most sales covered
     locates = {t: round_lot(fund.position_value * 1.2 / quotes[t]["close"]) for t in fund.shorts}
 
@@ -191,6 +190,7 @@ def portfolio(fund: Fund, quotes: dict, rng: random.Random) -> dict:
         })
         positions[ticker] = held + (qty if side == "BUY" else -qty)
     plant_problems(fund, trades, quotes, rng)
+    plant_boundaries(fund, trades, quotes, start_positions, rng)
     trades.sort(key=lambda t: t["executed_at"])
     for n, trade in enumerate(trades, start=1):
         trade["trade_id"] = f"{fund.portfolio_id[3:]}-{n:04d}"
@@ -207,9 +207,10 @@ def portfolio(fund: Fund, quotes: dict, rng: random.Random) -> dict:
     }
 
 
-def plant_problems(fund: Fund, trades: list[dict], quotes: dict, rng: random.Random) -> None:
+def plant_problems(fund: Fund, trades: list[dict[str, Any]], quotes: dict[str, Any],
+                   rng: random.Random) -> None:
     """Edit a few trades the way real books go wrong; each line says which rule it trips."""
-    def pick(side: str | None = None) -> dict:
+    def pick(side: str | None = None) -> dict[str, Any]:
         pool = [t for t in trades if side is None or t["side"] == side]
         return rng.choice(pool)
 
@@ -243,7 +244,6 @@ def plant_problems(fund: Fund, trades: list[dict], quotes: dict, rng: random.Ran
     t = pick("BUY")
     t["quantity"] = round_lot(t["quantity"] * rng.uniform(6, 12))
     t["price"] = cents(quotes[t["ticker"]]["low"] * 1.001)
-    plant_boundaries(fund, trades, quotes, rng)
     untouched = [x for x, *_ in UNIVERSE if x not in fund.shorts and x not in fund.book]
     # A sale marked long in a name the fund does not hold (should have been SELL_SHORT).
     q = quotes[untouched[-1]]
@@ -266,16 +266,25 @@ def plant_problems(fund: Fund, trades: list[dict], quotes: dict, rng: random.Ran
         })
 
 
-def plant_boundaries(fund: Fund, trades: list[dict], quotes: dict, rng: random.Random) -> None:
-    """Compliant trades exactly on a limit, so that an off-by-one in a check shows up."""
+def plant_boundaries(fund: Fund, trades: list[dict[str, Any]], quotes: dict[str, Any],
+                     start_positions: dict[str, int], rng: random.Random) -> None:
+    """Add compliant trades exactly on a limit, so that an off-by-one in a check shows up.
+
+    They are added after the planted problems, never edited into existing trades, so
+    neither can undo the other.
+    """
     # A fill at exactly the day's high: inside the range, which is inclusive.
-    t = rng.choice(trades)
-    t["price"] = quotes[t["ticker"]]["high"]
+    ticker = rng.choice(fund.book)
+    trades.append({
+        "ticker": ticker, "side": "BUY", "quantity": 200, "price": quotes[ticker]["high"],
+        "executed_at": timestamp(TRADE_DATE, rng.randrange(OPEN_S, CLOSE_S)),
+        "settlement_date": add_business_days(TRADE_DATE, 2).isoformat(), "venue": "ARCX",
+    })
     # A market-on-close sale that flattens a long position: printed at 16:00:00 sharp,
     # inside the session, and a long sale of exactly the shares held.
     moc = timestamp(TRADE_DATE, CLOSE_S)
     for ticker in fund.book:
-        held = fund_position_at(fund, ticker, trades, moc)
+        held = position_before(start_positions, ticker, trades, moc)
         if held > 0:
             trades.append({
                 "ticker": ticker, "side": "SELL", "quantity": held,
@@ -286,20 +295,24 @@ def plant_boundaries(fund: Fund, trades: list[dict], quotes: dict, rng: random.R
             return
 
 
-def fund_position_at(fund: Fund, ticker: str, trades: list[dict], moment: str) -> int:
+def position_before(start_positions: dict[str, int], ticker: str,
+                    trades: list[dict[str, Any]],
+                    moment: str) -> int:
     """Shares of ``ticker`` held just before ``moment`` (timestamps share one offset)."""
-    held = FUND_START[fund.portfolio_id].get(ticker, 0)
+    held = start_positions.get(ticker, 0)
     for t in trades:
         if t["ticker"] == ticker and t["executed_at"] < moment:
             held += t["quantity"] if t["side"] == "BUY" else -t["quantity"]
     return held
 
 
-def rule_catalogue() -> list[dict]:
+def rule_catalogue() -> list[dict[str, Any]]:
     """The firm's audit rules: 14 checks, each in many parameterisations and scopes."""
-    scopes: list[dict | None] = [None] + [{"sectors": [s]} for s in SECTORS]
+    scopes: list[dict[str, list[str]] | None] = [None] + [{"sectors": [s]} for s in SECTORS]
+    Label = Callable[[dict[str, Any]], str]
 
-    def scoped(check: str, severity: str, params: list[dict], label) -> list[dict]:
+    def scoped(check: str, severity: str, params: list[dict[str, Any]],
+               label: Label) -> list[dict[str, Any]]:
         rules = []
         for scope in scopes:
             for p in params:
@@ -311,7 +324,8 @@ def rule_catalogue() -> list[dict]:
                 rules.append(rule)
         return rules
 
-    def unscoped(check: str, severity: str, params: list[dict], label) -> list[dict]:
+    def unscoped(check: str, severity: str, params: list[dict[str, Any]],
+                 label: Label) -> list[dict[str, Any]]:
         return [{"check": check, "severity": severity, "params": p, "name": label(p)}
                 for p in params]
 
@@ -330,7 +344,8 @@ def rule_catalogue() -> list[dict]:
         unscoped("margin", "high",
                  [{"long_pct": a, "short_pct": b} for a, b in
                   ((25, 30), (30, 30), (35, 40), (50, 50), (40, 45), (30, 35))],
-                 lambda p: f"Margin equity covers {p['long_pct']}% long / {p['short_pct']}% short"),
+                 lambda p: f"Margin equity covers {p['long_pct']}% long / "
+                           f"{p['short_pct']}% short"),
         scoped("volume_limit", "medium",
                [{"basis": b, "max_pct": x} for b in ("adv_20d", "volume") for x in (1.0, 5.0)],
                lambda p: f"Shares traded at most {p['max_pct']}% of "
@@ -343,15 +358,18 @@ def rule_catalogue() -> list[dict]:
                  lambda p: f"No offsetting trades within {p['window_minutes']} min "
                            f"and {p['price_tolerance_pct']}%"),
         scoped("trade_date", "medium", [{"max_lag_business_days": x} for x in (0, 1)],
-               lambda p: f"Executed within {p['max_lag_business_days']} business days of trade date"),
+               lambda p: f"Executed within {p['max_lag_business_days']} business days "
+                         "of trade date"),
         scoped("short_locate", "high", [{}], lambda p: "Short sales covered by a locate"),
         unscoped("concentration", "medium",
                  [{"by": "ticker", "max_pct": x} for x in (5, 10, 15, 20, 25, 30)]
                  + [{"by": "sector", "max_pct": x} for x in (20, 25, 30, 35, 40, 50)],
                  lambda p: f"No {p['by']} above {p['max_pct']}% of gross exposure"),
-        scoped("sale_marking", "high", [{}], lambda p: "Long sales do not exceed the long position"),
+        scoped("sale_marking", "high", [{}],
+               lambda p: "Long sales do not exceed the long position"),
         scoped("trading_hours", "low",
-               [{"open": "09:30:00", "close": "16:00:00"}, {"open": "04:00:00", "close": "20:00:00"}],
+               [{"open": "09:30:00", "close": "16:00:00"},
+                {"open": "04:00:00", "close": "20:00:00"}],
                lambda p: f"Executed between {p['open']} and {p['close']} ET"),
         unscoped("large_notional", "low",
                  [{"max_notional": x} for x in (1_000_000, 2_500_000, 5_000_000, 500_000,
@@ -364,7 +382,7 @@ def rule_catalogue() -> list[dict]:
                lambda p: f"Execution price within {p['max_deviation_pct']}% of VWAP"),
     ]
     # Round-robin over the families so that any prefix (the first 50) covers every check.
-    rules: list[dict] = []
+    rules: list[dict[str, Any]] = []
     depth = 0
     while len(rules) < 200:
         for family in families:

@@ -58,7 +58,8 @@ def evaluate(rule: dict, book: dict, market: dict) -> dict:
         return (ticker in scope.get("tickers", [ticker])
                 and quotes[ticker]["sector"] in scope.get("sectors", [quotes[ticker]["sector"]]))
 
-    ordered = sorted(book["trades"], key=lambda t: (local(t["executed_at"], offset), t["trade_id"]))
+    ordered = sorted(book["trades"],
+                     key=lambda t: (local(t["executed_at"], offset), t["trade_id"]))
     trades = [t for t in ordered if wanted(t["ticker"])]
     eod: dict[str, int] = dict(book["start_positions"])
     for t in ordered:
@@ -127,8 +128,8 @@ def evaluate(rule: dict, book: dict, market: dict) -> dict:
                     continue
                 gap = abs((local(s["executed_at"], offset)
                            - local(b["executed_at"], offset)).total_seconds()) / 60
-                if gap <= p["window_minutes"] and \
-                        100 * abs(s["price"] - b["price"]) / b["price"] <= p["price_tolerance_pct"]:
+                spread = 100 * abs(s["price"] - b["price"]) / b["price"]
+                if gap <= p["window_minutes"] and spread <= p["price_tolerance_pct"]:
                     flag(b["trade_id"] + "/" + s["trade_id"], [b["trade_id"], s["trade_id"]],
                          round(gap, 2), p["window_minutes"])
     elif check == "short_locate":

@@ -133,8 +133,8 @@ def test_portfolio_ids_cannot_name_files_outside_the_books() -> None:
 
 # --- the committed data and expectations ---------------------------------------------------
 
-@pytest.mark.parametrize("input_name,expected_name",
-                         [("input.json", "expected.json"), ("input-200.json", "expected-200.json")])
+@pytest.mark.parametrize("input_name,expected_name", [("input.json", "expected.json"),
+                                                      ("input-200.json", "expected-200.json")])
 def test_committed_expectations_are_the_reference_audit(input_name: str,
                                                          expected_name: str) -> None:
     assert reference.audit(_read(input_name)) == _read(expected_name)

@@ -252,7 +252,11 @@ def sale_marking(book: Book, params: dict[str, Any]) -> tuple[int, list[Violatio
 # --- ticker- and account-level checks ---------------------------------------------------
 
 def volume_limit(book: Book, params: dict[str, Any]) -> tuple[int, list[Violation]]:
-    """Shares traded per ticker at most ``max_pct`` of the quote field named by ``basis`` (``volume`` or ``adv_20d``)."""
+    """Shares traded per ticker, both sides, at most ``max_pct`` of a volume figure.
+
+    ``basis`` names the quote field: ``volume`` (the day's) or ``adv_20d`` (the 20-day
+    average daily volume).
+    """
     traded: dict[str, int] = defaultdict(int)
     for t in book.trades:
         traded[t.ticker] += t.quantity
