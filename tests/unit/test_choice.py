@@ -7,7 +7,6 @@ and the Amazon States Language specification, quoted where used, or hand reasoni
 from __future__ import annotations
 
 import pytest
-
 from faastlane.runtime.choice import COMPARATORS, choose, evaluate_rule
 from faastlane.runtime.errors import NO_CHOICE_MATCHED, RUNTIME, StatesError
 
@@ -241,3 +240,11 @@ def test_rule_without_exactly_one_comparator_is_rejected() -> None:
     with pytest.raises(StatesError):
         evaluate_rule({"Variable": "$.x", "NumericEquals": 1, "StringEquals": "1"}, {"x": 1},
                       CONTEXT)
+
+
+def test_variables_can_be_compared() -> None:
+    variables = {"limit": 10, "mode": {"name": "fast"}}
+    assert evaluate_rule(rule("$.n", "NumericLessThanPath", "$limit"), {"n": 3}, CONTEXT,
+                         variables)
+    assert choose([{**rule("$mode.name", "StringEquals", "fast"), "Next": "Fast"}], None,
+                  {}, CONTEXT, variables) == "Fast"

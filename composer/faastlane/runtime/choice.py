@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -187,21 +187,29 @@ for _relation_name, _relation in _ORDERINGS.items():
 # --------------------------------------------------------------------------------------
 
 
-def evaluate_rule(rule: dict, data: Any, context: dict) -> bool:
-    """Whether one Choice rule (or nested And/Or/Not rule) matches the state's input."""
+def evaluate_rule(
+    rule: dict[str, Any],
+    data: Any,
+    context: dict[str, Any],
+    variables: Mapping[str, Any] | None = None,
+) -> bool:
+    """Whether one Choice rule (or nested And/Or/Not rule) matches the state's input.
+
+    ``variables`` are the workflow variables that ``$name`` paths read.
+    """
     if "And" in rule:
-        return all(evaluate_rule(inner, data, context) for inner in rule["And"])
+        return all(evaluate_rule(inner, data, context, variables) for inner in rule["And"])
     if "Or" in rule:
-        return any(evaluate_rule(inner, data, context) for inner in rule["Or"])
+        return any(evaluate_rule(inner, data, context, variables) for inner in rule["Or"])
     if "Not" in rule:
-        return not evaluate_rule(rule["Not"], data, context)
+        return not evaluate_rule(rule["Not"], data, context, variables)
     name = _operator_of(rule)
     variable = rule.get("Variable")
     if not isinstance(variable, str):
         raise StatesError(RUNTIME, f"A Choice rule with {name} needs a Variable path")
     operand = rule[name]
     try:
-        value = read(data, variable, context)
+        value = read(data, variable, context, variables)
     except PathNotFound:
         if name == "IsPresent":
             return operand is False
@@ -215,7 +223,7 @@ def evaluate_rule(rule: dict, data: Any, context: dict) -> bool:
     if name.endswith("Path"):
         name = name[: -len("Path")]
         try:
-            operand = read(data, operand, context)
+            operand = read(data, operand, context, variables)
         except PathNotFound:
             raise StatesError(
                 RUNTIME,
@@ -233,15 +241,21 @@ def _operator_of(rule: dict) -> str:
     return found[0]
 
 
-def choose(choices: list[dict], default: str | None, data: Any, context: dict) -> str:
+def choose(
+    choices: list[dict[str, Any]],
+    default: str | None,
+    data: Any,
+    context: dict[str, Any],
+    variables: Mapping[str, Any] | None = None,
+) -> str:
     """The state a Choice state moves to: the first matching rule's Next, else Default.
 
     "If no Choice Rules match and no Default transition was specified, the interpreter
     raises States.NoChoiceMatched" (Amazon States Language specification).
     """
     for rule in choices:
-        if evaluate_rule(rule, data, context):
-            return rule["Next"]
+        if evaluate_rule(rule, data, context, variables):
+            return str(rule["Next"])
     if default is not None:
         return default
     state = ((context or {}).get("State") or {}).get("Name")
