@@ -851,9 +851,13 @@ def _result_path_failure(path: str, state_input: Any) -> StatesError:
 # --------------------------------------------------------------------------------------
 
 
+# One encoder for all calls: json.dumps builds a new one whenever options are given.
+_COMPACT_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def compact_json(value: Any) -> str:
     """JSON text without spaces, as AWS quotes values in causes."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT_ENCODER.encode(value)
 
 
 def json_type(value: Any) -> str:
