@@ -1,0 +1,162 @@
+"""Where work runs: threads, forked processes, isolation modes; crashes and big outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from .apps import chain, faastlane, task, write_app
+
+WHO = """
+import os, threading
+
+def handler(event, context):
+    return {"pid": os.getpid(), "thread": threading.get_ident()}
+"""
+
+
+def parallel(*branches: dict, **fields: object) -> dict:
+    return {"Type": "Parallel", "Branches": list(branches), "End": True, **fields}
+
+
+def test_sequential_tasks_share_the_orchestrator_process_without_isolation(app_dir: Path
+                                                                            ) -> None:
+    write_app(app_dir, chain(("A", task("who", ResultPath="$.a")),
+                             ("B", task("who", ResultPath="$.b"))), {"who": WHO})
+    done = faastlane("run", str(app_dir), "--isolation", "none")
+    assert done.code == 0, done.stderr
+    out = done.json
+    assert out["a"]["pid"] == out["b"]["pid"]
+    # each function invocation gets a thread of its own
+    assert out["a"]["thread"] != 0
+
+
+def test_process_isolation_runs_every_function_in_its_own_process(app_dir: Path) -> None:
+    write_app(app_dir, chain(("A", task("who", ResultPath="$.a")),
+                             ("B", task("who", ResultPath="$.b"))), {"who": WHO},
+              settings={"untrusted": ["who"]})
+    done = faastlane("run", str(app_dir))  # untrusted functions -> process by default
+    assert done.code == 0, done.stderr
+    out = done.json
+    assert out["a"]["pid"] != out["b"]["pid"]
+
+
+def test_parallel_branches_are_processes_unless_threads_only(app_dir: Path) -> None:
+    branches = [chain((f"W{i}", task("who"))) for i in range(3)]
+    write_app(app_dir, chain(("P", parallel(*branches))), {"who": WHO})
+    forked = faastlane("run", str(app_dir), "--vcpus", "3").json
+    assert len({b["pid"] for b in forked}) == 3
+    threaded = faastlane("run", str(app_dir), "--threads-only").json
+    assert len({b["pid"] for b in threaded}) == 1
+
+
+def test_map_iterations_share_at_most_vcpus_processes(app_dir: Path) -> None:
+    workflow = chain(("M", {"Type": "Map", "ItemsPath": "$.items", "End": True,
+                            "ItemProcessor": chain(("W", task("who")))}))
+    write_app(app_dir, workflow, {"who": WHO})
+    done = faastlane("run", str(app_dir), "--vcpus", "2", "--input",
+                     json.dumps({"items": list(range(7))}))
+    assert done.code == 0, done.stderr
+    assert len(done.json) == 7
+    assert len({r["pid"] for r in done.json}) == 2
+
+
+def test_a_killed_branch_is_an_error_not_a_hang(app_dir: Path) -> None:
+    write_app(app_dir, chain(("P", parallel(chain(("Die", task("die"))),
+                                            chain(("Ok", task("who"))))),
+                             ), {"who": WHO, "die": """
+        import os, signal
+
+        def handler(event, context):
+            os.kill(os.getpid(), signal.SIGKILL)
+    """})
+    started = time.monotonic()
+    done = faastlane("run", str(app_dir), timeout=60)
+    assert time.monotonic() - started < 30
+    assert done.code == 1
+    assert done.json["Error"] == "Runtime.ExitError"
+    assert "branch 0 of Parallel 'P'" in done.json["Cause"]
+    assert "signal: kill" in done.json["Cause"]
+
+
+def test_a_crashed_branch_can_be_caught(app_dir: Path) -> None:
+    crash = "import os\n\ndef handler(event, context):\n    os._exit(3)\n"
+    workflow = chain(("P", parallel(chain(("Crash", task("crash"))),
+                                    Catch=[{"ErrorEquals": ["States.ALL"], "Next": "Done",
+                                            "ResultPath": "$.failure"}])),
+                     ("Done", {"Type": "Pass", "End": True}))
+    workflow["States"]["P"].pop("End", None)
+    workflow["States"]["P"]["Next"] = "Done"
+    write_app(app_dir, workflow, {"crash": crash})
+    done = faastlane("run", str(app_dir), "--input", '{"k": 1}')
+    assert done.code == 0, done.stderr
+    assert done.json["k"] == 1
+    assert done.json["failure"]["Error"] == "Runtime.ExitError"
+    assert "exit status 3" in done.json["failure"]["Cause"]
+
+
+def test_multi_megabyte_branch_outputs_cross_the_pipes(app_dir: Path) -> None:
+    big = "def handler(event, context):\n    return 'x' * (4 * 1024 * 1024 + event['n'])\n"
+    branches = [chain((f"B{i}", task("big", Parameters={"n": i}))) for i in range(3)]
+    write_app(app_dir, chain(("P", parallel(*branches))), {"big": big})
+    done = faastlane("run", str(app_dir), "--vcpus", "3")
+    assert done.code == 0, done.stderr[-2000:]
+    assert [len(s) for s in done.json] == [4 * 1024 * 1024 + i for i in range(3)]
+
+
+def test_function_modules_are_imported_once_per_container(app_dir: Path, tmp_path: Path
+                                                         ) -> None:
+    log = tmp_path / "imports.log"
+    counted = f"""
+        with open({str(log)!r}, "a") as f:
+            f.write("imported\\n")
+
+        def handler(event, context):
+            return event
+    """
+    workflow = chain(("A", task("counted")), ("B", task("counted")),
+                     ("M", {"Type": "Map", "ItemsPath": "$.items", "End": True,
+                            "ItemProcessor": chain(("C", task("counted")))}))
+    write_app(app_dir, workflow, {"counted": counted})
+    done = faastlane("run", str(app_dir), "--input", '{"items": [1, 2, 3, 4]}')
+    assert done.code == 0, done.stderr
+    assert log.read_text() == "imported\n"
+
+
+@pytest.mark.parametrize("isolation", ["none", "process"])
+def test_task_timeout_is_states_timeout(app_dir: Path, isolation: str) -> None:
+    slow = "import time\n\ndef handler(event, context):\n    time.sleep(60)\n"
+    write_app(app_dir, chain(("Slow", task("slow", TimeoutSeconds=1))), {"slow": slow})
+    started = time.monotonic()
+    done = faastlane("run", str(app_dir), "--isolation", isolation)
+    assert time.monotonic() - started < 20
+    assert done.code == 1
+    assert done.json["Error"] == "States.Timeout"
+
+
+def test_workflow_timeout_fails_the_execution_even_with_catch_all(app_dir: Path) -> None:
+    workflow = chain(("Wait", {"Type": "Wait", "Seconds": 30}),
+                     ("End", {"Type": "Pass", "End": True}))
+    workflow["TimeoutSeconds"] = 1
+    write_app(app_dir, workflow, {})
+    started = time.monotonic()
+    done = faastlane("run", str(app_dir))
+    assert time.monotonic() - started < 15
+    assert (done.code, done.json["Error"]) == (1, "States.Timeout")
+
+
+def test_functions_mutating_their_event_do_not_change_state_input(app_dir: Path) -> None:
+    mutate = """
+        def handler(event, context):
+            event["items"].append("added by function")
+            event["secret"] = "leaked?"
+            return {"seen": len(event["items"])}
+    """
+    write_app(app_dir, chain(("M", task("mutate", ResultPath="$.result"))),
+              {"mutate": mutate})
+    done = faastlane("run", str(app_dir), "--input", '{"items": ["a"]}')
+    assert done.json == {"items": ["a"], "result": {"seen": 2}}
