@@ -1,0 +1,671 @@
+/* _faastlanemodule.c -- the Python binding of Faastlane's protection domains.
+ *
+ * A thin layer: every decision is in mpk_domain.c; this file turns handles
+ * into `Domain` objects and status codes into exceptions.  Built into the
+ * cpython-mpk interpreter as the builtin module `_faastlane`; the same source
+ * also builds as an ordinary extension (tests/mpk/build_extension.py).
+ */
+#define PY_SSIZE_T_CLEAN
+#include "Python.h"
+
+#include "faastlane_mpk.h"
+
+#include <errno.h>
+
+static PyObject *DomainError;
+static PyObject *GateError;
+static PyObject *DomainLimitError;
+
+typedef struct {
+    PyObject_HEAD
+    _PyMPK_Handle handle;
+    int alive;
+} DomainObject;
+
+static PyTypeObject Domain_Type;
+
+/* The Domain object of each live slot (strong references: a domain is an
+ * explicit resource, alive until destroy(), like an open file).  Guarded by
+ * the GIL. */
+static DomainObject *slot_objects[_PyMPK_SLOT_COUNT];
+
+/* ---------------------------------------------------------------------- */
+/* Status codes to exceptions                                             */
+
+static PyObject *
+raise_status(_PyMPK_Status status, const char *action, DomainObject *self)
+{
+    int slot = self != NULL ? self->handle.slot : -1;
+    int current = _PyMPK_CurrentSlot();
+
+    switch (status) {
+    case _PyMPK_OK:
+        break;
+    case _PyMPK_ERR_LIMIT:
+        PyErr_Format(DomainLimitError, "cannot %s: %s", action,
+                     _PyMPK_LastError());
+        break;
+    case _PyMPK_ERR_STALE:
+        PyErr_Format(strcmp(action, "enter") == 0 ? GateError : DomainError,
+                     "cannot %s domain (slot %d): it was destroyed",
+                     action, slot);
+        break;
+    case _PyMPK_ERR_NESTED:
+        PyErr_Format(GateError,
+                     "cannot enter domain (slot %d): this thread is already "
+                     "inside domain (slot %d); domains do not nest, exit "
+                     "first", slot, current);
+        break;
+    case _PyMPK_ERR_NOT_ENTERED:
+        if (current < 0) {
+            PyErr_Format(GateError, "cannot exit domain (slot %d): this "
+                         "thread is not inside any domain", slot);
+        }
+        else {
+            PyErr_Format(GateError, "cannot exit domain (slot %d): this "
+                         "thread is inside domain (slot %d)", slot, current);
+        }
+        break;
+    case _PyMPK_ERR_BUSY:
+        PyErr_Format(GateError, "cannot destroy domain (slot %d): %s",
+                     slot, _PyMPK_LastError());
+        break;
+    case _PyMPK_ERR_NOSPACE:
+        PyErr_Format(PyExc_MemoryError, "cannot %s in domain (slot %d): %s",
+                     action, slot, _PyMPK_LastError());
+        break;
+    case _PyMPK_ERR_INVALID:
+        PyErr_Format(PyExc_ValueError, "cannot %s: %s", action,
+                     _PyMPK_LastError());
+        break;
+    case _PyMPK_ERR_SYSTEM: {
+        PyObject *args = Py_BuildValue("(is)", _PyMPK_LastErrno(),
+                                       _PyMPK_LastError());
+        if (args != NULL) {
+            PyErr_SetObject(PyExc_OSError, args);
+            Py_DECREF(args);
+        }
+        break;
+    }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Domain                                                                 */
+
+static PyObject *
+Domain_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {NULL};
+    DomainObject *self;
+    _PyMPK_Handle handle;
+    _PyMPK_Status status;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, ":Domain", kwlist)) {
+        return NULL;
+    }
+    self = (DomainObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    status = _PyMPK_Create(&handle);
+    Py_END_ALLOW_THREADS
+    if (status != _PyMPK_OK) {
+        Py_DECREF(self);
+        return raise_status(status, "create a domain", NULL);
+    }
+    self->handle = handle;
+    self->alive = 1;
+    Py_INCREF(self);
+    slot_objects[handle.slot] = self;
+    return (PyObject *)self;
+}
+
+static void
+Domain_dealloc(DomainObject *self)
+{
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+domain_info(DomainObject *self, _PyMPK_DomainInfo *info)
+{
+    if (!self->alive || _PyMPK_Info(self->handle, info) != _PyMPK_OK) {
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *
+Domain_enter(DomainObject *self, PyObject *Py_UNUSED(ignored))
+{
+    _PyMPK_Status status = _PyMPK_Enter(self->handle);
+    if (status != _PyMPK_OK) {
+        return raise_status(status, "enter", self);
+    }
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *
+Domain_exit(DomainObject *self, PyObject *Py_UNUSED(ignored))
+{
+    _PyMPK_Status status = _PyMPK_Exit(self->handle);
+    if (status != _PyMPK_OK) {
+        return raise_status(status, "exit", self);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Domain_context_exit(DomainObject *self, PyObject *args)
+{
+    /* __exit__(exc_type, exc, tb): leave the domain, never swallow. */
+    if (Domain_exit(self, NULL) == NULL) {
+        return NULL;
+    }
+    Py_RETURN_FALSE;
+}
+
+static PyObject *
+Domain_destroy(DomainObject *self, PyObject *Py_UNUSED(ignored))
+{
+    _PyMPK_Status status;
+
+    Py_BEGIN_ALLOW_THREADS
+    status = _PyMPK_Destroy(self->handle);
+    Py_END_ALLOW_THREADS
+    if (status != _PyMPK_OK) {
+        return raise_status(status, "destroy", self);
+    }
+    self->alive = 0;
+    if (slot_objects[self->handle.slot] == self) {
+        slot_objects[self->handle.slot] = NULL;
+        Py_DECREF(self);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Domain_alloc(DomainObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"size", "align", NULL};
+    Py_ssize_t size;
+    Py_ssize_t align = 16;
+    void *address = NULL;
+    _PyMPK_Status status;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "n|n:alloc", kwlist,
+                                     &size, &align))
+    {
+        return NULL;
+    }
+    if (size <= 0 || align <= 0) {
+        PyErr_Format(PyExc_ValueError, "alloc needs a positive size and "
+                     "alignment, not size=%zd, align=%zd", size, align);
+        return NULL;
+    }
+    status = _PyMPK_Alloc(self->handle, (size_t)size, (size_t)align,
+                          &address);
+    if (status != _PyMPK_OK) {
+        return raise_status(status, "allocate", self);
+    }
+    return PyLong_FromVoidPtr(address);
+}
+
+static PyObject *
+Domain_repr(DomainObject *self)
+{
+    _PyMPK_DomainInfo info;
+    if (!domain_info(self, &info)) {
+        return PyUnicode_FromFormat("<_faastlane.Domain slot=%d destroyed>",
+                                    self->handle.slot);
+    }
+    return PyUnicode_FromFormat("<_faastlane.Domain slot=%d key=%d "
+                                "committed=%zu entered=%d>",
+                                self->handle.slot, info.key,
+                                info.committed, info.entered);
+}
+
+/* Properties that read the live table; a destroyed domain keeps its slot
+ * and answers the rest with None or 0. */
+
+static PyObject *
+Domain_get_slot(DomainObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLong(self->handle.slot);
+}
+
+static PyObject *
+Domain_get_alive(DomainObject *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->alive);
+}
+
+static PyObject *
+Domain_get_key(DomainObject *self, void *Py_UNUSED(closure))
+{
+    _PyMPK_DomainInfo info;
+    if (!domain_info(self, &info) || info.key < 0) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromLong(info.key);
+}
+
+static PyObject *
+Domain_get_pkru(DomainObject *self, void *Py_UNUSED(closure))
+{
+    _PyMPK_DomainInfo info;
+    if (!domain_info(self, &info) || info.key < 0) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromUnsignedLong(info.pkru);
+}
+
+static PyObject *
+Domain_get_base(DomainObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSize_t((size_t)_PyMPK_SlotBase(self->handle.slot));
+}
+
+static PyObject *
+Domain_get_size(DomainObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSize_t(_PyMPK_SLOT_SIZE);
+}
+
+static PyObject *
+Domain_get_committed(DomainObject *self, void *Py_UNUSED(closure))
+{
+    _PyMPK_DomainInfo info;
+    return PyLong_FromSize_t(domain_info(self, &info) ? info.committed : 0);
+}
+
+static PyObject *
+Domain_get_used(DomainObject *self, void *Py_UNUSED(closure))
+{
+    _PyMPK_DomainInfo info;
+    return PyLong_FromSize_t(domain_info(self, &info) ? info.used : 0);
+}
+
+static PyObject *
+Domain_get_entered(DomainObject *self, void *Py_UNUSED(closure))
+{
+    _PyMPK_DomainInfo info;
+    return PyLong_FromLong(domain_info(self, &info) ? info.entered : 0);
+}
+
+static PyObject *
+Domain_get_enters(DomainObject *self, void *Py_UNUSED(closure))
+{
+    _PyMPK_DomainInfo info;
+    return PyLong_FromUnsignedLongLong(domain_info(self, &info)
+                                       ? info.enters : 0);
+}
+
+static PyObject *
+Domain_get_exits(DomainObject *self, void *Py_UNUSED(closure))
+{
+    _PyMPK_DomainInfo info;
+    return PyLong_FromUnsignedLongLong(domain_info(self, &info)
+                                       ? info.exits : 0);
+}
+
+static PyMethodDef Domain_methods[] = {
+    {"enter", (PyCFunction)Domain_enter, METH_NOARGS,
+     "enter()\n--\n\nEntry gate: from now on this thread reaches shared "
+     "memory and this domain's memory only.\nRaises GateError if the thread "
+     "is already in a domain or the domain was destroyed."},
+    {"exit", (PyCFunction)Domain_exit, METH_NOARGS,
+     "exit()\n--\n\nExit gate: back to shared memory only.\nRaises "
+     "GateError if this thread is not inside this domain."},
+    {"destroy", (PyCFunction)Domain_destroy, METH_NOARGS,
+     "destroy()\n--\n\nZero the slot, retag it key 0 and PROT_NONE, free "
+     "the key.\nRaises GateError while a thread is inside."},
+    {"alloc", (PyCFunction)(void (*)(void))Domain_alloc,
+     METH_VARARGS | METH_KEYWORDS,
+     "alloc(size, align=16)\n--\n\nAddress of `size` zeroed bytes inside "
+     "the domain's slot (bump allocation, released by destroy())."},
+    {"__enter__", (PyCFunction)Domain_enter, METH_NOARGS,
+     "Enter the domain for the body of a with statement."},
+    {"__exit__", (PyCFunction)Domain_context_exit, METH_VARARGS,
+     "Exit the domain at the end of a with statement."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Domain_getset[] = {
+    {"slot", (getter)Domain_get_slot, NULL,
+     "index of the address slot (stable for the domain's life)", NULL},
+    {"alive", (getter)Domain_get_alive, NULL,
+     "False once destroyed", NULL},
+    {"key", (getter)Domain_get_key, NULL,
+     "protection key, or None without keys or once destroyed", NULL},
+    {"pkru", (getter)Domain_get_pkru, NULL,
+     "PKRU value the entry gate writes, or None without keys", NULL},
+    {"base", (getter)Domain_get_base, NULL,
+     "first address of the slot", NULL},
+    {"size", (getter)Domain_get_size, NULL,
+     "bytes of address space in the slot", NULL},
+    {"committed", (getter)Domain_get_committed, NULL,
+     "bytes of the slot that are usable (read/write, tagged)", NULL},
+    {"used", (getter)Domain_get_used, NULL,
+     "bytes handed out by alloc()", NULL},
+    {"entered", (getter)Domain_get_entered, NULL,
+     "threads inside the domain now", NULL},
+    {"enters", (getter)Domain_get_enters, NULL,
+     "entry gates crossed into this domain", NULL},
+    {"exits", (getter)Domain_get_exits, NULL,
+     "exit gates crossed out of this domain", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyDoc_STRVAR(Domain_doc,
+"Domain()\n--\n\n"
+"A protection domain: a protection key and a slot of address space tagged\n"
+"with it.  Creating one may raise DomainLimitError (15 live at most).\n"
+"Use enter()/exit() (or `with domain:`) around code that may touch its\n"
+"memory, destroy() when done.");
+
+static PyTypeObject Domain_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_faastlane.Domain",
+    .tp_basicsize = sizeof(DomainObject),
+    .tp_dealloc = (destructor)Domain_dealloc,
+    .tp_repr = (reprfunc)Domain_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = Domain_doc,
+    .tp_methods = Domain_methods,
+    .tp_getset = Domain_getset,
+    .tp_new = Domain_new,
+};
+
+/* ---------------------------------------------------------------------- */
+/* Module functions                                                       */
+
+static PyObject *
+faastlane_available(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(_PyMPK_KeysAvailable());
+}
+
+static PyObject *
+faastlane_unavailable_reason(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    const char *reason = _PyMPK_UnavailableReason();
+    if (reason == NULL) {
+        Py_RETURN_NONE;
+    }
+    return PyUnicode_FromString(reason);
+}
+
+static PyObject *
+faastlane_implementation(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return PyUnicode_FromString(_PyMPK_KeysAvailable() ? "keys" : "no-keys");
+}
+
+static PyObject *
+slot_object(int slot, int check_generation, uint32_t generation)
+{
+    DomainObject *d;
+    if (slot < 0 || slot >= _PyMPK_SLOT_COUNT) {
+        Py_RETURN_NONE;
+    }
+    d = slot_objects[slot];
+    if (d == NULL || (check_generation && d->handle.generation != generation)) {
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(d);
+    return (PyObject *)d;
+}
+
+static PyObject *
+faastlane_current_domain(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    _PyMPK_Handle handle;
+    if (!_PyMPK_CurrentHandle(&handle)) {
+        Py_RETURN_NONE;
+    }
+    return slot_object(handle.slot, 1, handle.generation);
+}
+
+static PyObject *
+faastlane_live_domains(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *result = PyList_New(0);
+    if (result == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
+        if (slot_objects[i] != NULL
+            && PyList_Append(result, (PyObject *)slot_objects[i]) < 0)
+        {
+            Py_DECREF(result);
+            return NULL;
+        }
+    }
+    return result;
+}
+
+static int
+address_slot(PyObject *address, int *slot)
+{
+    void *p = PyLong_AsVoidPtr(address);
+    if (p == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    *slot = _PyMPK_SlotOf(p);
+    return 0;
+}
+
+static PyObject *
+faastlane_slot_of(PyObject *module, PyObject *address)
+{
+    int slot;
+    if (address_slot(address, &slot) < 0) {
+        return NULL;
+    }
+    if (slot < 0) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromLong(slot);
+}
+
+static PyObject *
+faastlane_owner_of(PyObject *module, PyObject *address)
+{
+    int slot;
+    if (address_slot(address, &slot) < 0) {
+        return NULL;
+    }
+    return slot_object(slot, 0, 0);
+}
+
+static int
+set_counter(PyObject *dict, const char *name, uint64_t value)
+{
+    PyObject *v = PyLong_FromUnsignedLongLong(value);
+    int rc;
+    if (v == NULL) {
+        return -1;
+    }
+    rc = PyDict_SetItemString(dict, name, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+static PyObject *
+faastlane_counters(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    _PyMPK_Counters c;
+    PyObject *d = PyDict_New();
+
+    if (d == NULL) {
+        return NULL;
+    }
+    _PyMPK_GetCounters(&c);
+    if (set_counter(d, "created", c.created) < 0
+        || set_counter(d, "destroyed", c.destroyed) < 0
+        || set_counter(d, "enters", c.enters) < 0
+        || set_counter(d, "exits", c.exits) < 0
+        || set_counter(d, "misuse", c.misuse) < 0
+        || set_counter(d, "keys_allocated", c.keys_allocated) < 0
+        || set_counter(d, "keys_freed", c.keys_freed) < 0
+        || set_counter(d, "live", c.live) < 0
+        || set_counter(d, "peak_live", c.peak_live) < 0)
+    {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+}
+
+static PyObject *
+faastlane_install_fault_reporter(PyObject *module, PyObject *arg)
+{
+    int fd = PyObject_AsFileDescriptor(arg);
+    if (fd < 0) {
+        return NULL;
+    }
+    if (_PyMPK_InstallFaultReporter(fd) != 0) {
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+faastlane_gate_code(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    size_t size;
+    const unsigned char *code = _PyMPK_GateCode(&size);
+    return PyBytes_FromStringAndSize((const char *)code, (Py_ssize_t)size);
+}
+
+static PyObject *
+faastlane_read_pkru(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    /* Registered only when keys are available: RDPKRU is SIGILL otherwise. */
+    return PyLong_FromUnsignedLong(_PyMPK_ReadPKRU());
+}
+
+static PyMethodDef read_pkru_def = {
+    "read_pkru", faastlane_read_pkru, METH_NOARGS,
+    "read_pkru()\n--\n\nThe calling thread's PKRU register (RDPKRU).  "
+    "Present only where protection keys are available."};
+
+static PyMethodDef faastlane_methods[] = {
+    {"available", faastlane_available, METH_NOARGS,
+     "available()\n--\n\nWhether hardware protection keys are in use: the "
+     "CPU has PKU, the OS enabled it, and pkey_alloc succeeds."},
+    {"unavailable_reason", faastlane_unavailable_reason, METH_NOARGS,
+     "unavailable_reason()\n--\n\nWhy keys are not in use, or None."},
+    {"implementation", faastlane_implementation, METH_NOARGS,
+     "implementation()\n--\n\n'keys' or 'no-keys' (same bookkeeping, no "
+     "enforcement)."},
+    {"current_domain", faastlane_current_domain, METH_NOARGS,
+     "current_domain()\n--\n\nThe Domain this thread is inside, or None."},
+    {"live_domains", faastlane_live_domains, METH_NOARGS,
+     "live_domains()\n--\n\nEvery Domain not yet destroyed."},
+    {"slot_of", faastlane_slot_of, METH_O,
+     "slot_of(address)\n--\n\nIndex of the slot holding address, or None."},
+    {"owner_of", faastlane_owner_of, METH_O,
+     "owner_of(address)\n--\n\nThe live Domain whose slot holds address, "
+     "or None."},
+    {"counters", faastlane_counters, METH_NOARGS,
+     "counters()\n--\n\nProcess-wide counts: created, destroyed, enters, "
+     "exits, misuse, keys_allocated, keys_freed, live, peak_live."},
+    {"install_fault_reporter", faastlane_install_fault_reporter, METH_O,
+     "install_fault_reporter(fd)\n--\n\nOn SIGSEGV/SIGBUS write one "
+     "'faastlane-fault:' line (signo, code, addr, pkey, owner and thread "
+     "domains, PKRU at handler entry and after restore) to fd, then chain "
+     "to the previous handler or die of the signal."},
+    {"gate_code", faastlane_gate_code, METH_NOARGS,
+     "gate_code()\n--\n\nThe machine code of the checked WRPKRU gate."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(faastlane_doc,
+"Faastlane protection domains: memory-protection keys, address slots and\n"
+"checked PKRU gates (see cpython-mpk/MODULE.md).  Without hardware keys the\n"
+"same API runs its bookkeeping and available() is False.");
+
+static struct PyModuleDef faastlane_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_faastlane",
+    .m_doc = faastlane_doc,
+    .m_size = -1,
+    .m_methods = faastlane_methods,
+};
+
+static int
+add_exception(PyObject *module, PyObject **slot, const char *name,
+              PyObject *base, const char *doc)
+{
+    *slot = PyErr_NewExceptionWithDoc(name, doc, base, NULL);
+    if (*slot == NULL) {
+        return -1;
+    }
+    Py_INCREF(*slot);
+    if (PyModule_AddObject(module, strrchr(name, '.') + 1, *slot) < 0) {
+        Py_DECREF(*slot);
+        return -1;
+    }
+    return 0;
+}
+
+PyMODINIT_FUNC
+PyInit__faastlane(void)
+{
+    PyObject *module;
+
+    _PyMPK_Init();
+    if (PyType_Ready(&Domain_Type) < 0) {
+        return NULL;
+    }
+    module = PyModule_Create(&faastlane_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    if (add_exception(module, &DomainError, "_faastlane.DomainError",
+                      PyExc_RuntimeError,
+                      "A protection-domain operation was refused.") < 0
+        || add_exception(module, &GateError, "_faastlane.GateError",
+                         DomainError,
+                         "Gate misuse: nested enter, exit of a domain not "
+                         "entered, entering or destroying a domain in the "
+                         "wrong state.") < 0
+        || add_exception(module, &DomainLimitError,
+                         "_faastlane.DomainLimitError", DomainError,
+                         "No protection key or slot is left for another "
+                         "live domain.") < 0)
+    {
+        goto error;
+    }
+    Py_INCREF(&Domain_Type);
+    if (PyModule_AddObject(module, "Domain", (PyObject *)&Domain_Type) < 0) {
+        Py_DECREF(&Domain_Type);
+        goto error;
+    }
+    if (PyModule_AddIntConstant(module, "SLOT_COUNT", _PyMPK_SLOT_COUNT) < 0
+        || PyModule_AddIntConstant(module, "MAX_LIVE_DOMAINS",
+                                   _PyMPK_MAX_LIVE) < 0
+        || PyModule_AddObject(module, "SLOT_SIZE",
+                              PyLong_FromSize_t(_PyMPK_SLOT_SIZE)) < 0)
+    {
+        goto error;
+    }
+    if (_PyMPK_KeysAvailable()) {
+        PyObject *f = PyCFunction_NewEx(&read_pkru_def, NULL, NULL);
+        if (f == NULL || PyModule_AddObject(module, "read_pkru", f) < 0) {
+            Py_XDECREF(f);
+            goto error;
+        }
+    }
+    return module;
+
+error:
+    Py_DECREF(module);
+    return NULL;
+}

@@ -1,0 +1,715 @@
+/* mpk_domain.c -- the policy: slots, keys, the domain table, the gates.
+ *
+ * State of one slot lives in one atomic word (generation, state, number of
+ * threads inside), so the gates need no lock: enter is one compare-and-swap
+ * that fails for a destroyed domain, exit one subtraction.  Creation,
+ * destruction and allocation change more than the word and take the table
+ * lock; they never wait for anything else while holding it.
+ *
+ * Both implementations live here: with keys (keys_enabled) every gate also
+ * writes PKRU and slots are tagged with pkey_mprotect; without keys the same
+ * bookkeeping runs and no PKRU instruction is ever reached.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "faastlane_mpk.h"
+#include "mpk_sys.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* Variables read on the signal path use the initial-exec model: no lazy
+ * allocation (and no malloc) on first access from a handler. */
+#define SIGNAL_SAFE_TLS __attribute__((tls_model("initial-exec")))
+
+/* ====================================================================== */
+/* The slot word                                                          */
+
+#define STATE_FREE 0u
+#define STATE_LIVE 1u
+#define STATE_DYING 2u
+/* Destroy failed half way: the slot (and perhaps its key) is never reused. */
+#define STATE_QUARANTINED 3u
+#define ENTERED_MASK ((1u << 30) - 1)
+
+static inline uint64_t
+word_pack(uint32_t generation, unsigned int state, uint32_t entered)
+{
+    return ((uint64_t)generation << 32) | ((uint64_t)state << 30) | entered;
+}
+
+static inline uint32_t
+word_generation(uint64_t w)
+{
+    return (uint32_t)(w >> 32);
+}
+
+static inline unsigned int
+word_state(uint64_t w)
+{
+    return (unsigned int)(w >> 30) & 3u;
+}
+
+static inline uint32_t
+word_entered(uint64_t w)
+{
+    return (uint32_t)w & ENTERED_MASK;
+}
+
+typedef struct {
+    _Atomic uint64_t word;
+    /* Written under the table lock before the word turns LIVE (release),
+     * read by the gates after they see LIVE (acquire). */
+    int key;
+    uint32_t pkru;
+    size_t committed;
+    size_t used;
+    _Atomic uint64_t enters;
+    _Atomic uint64_t exits;
+} slot_t;
+
+/* ====================================================================== */
+/* Process-wide state                                                     */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int keys_enabled;
+static char unavailable_reason[256];
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static slot_t slots[_PyMPK_SLOT_COUNT];
+/* 0 until the first domain reserves the slots; never changes after. */
+static _Atomic uintptr_t slots_base;
+static int next_slot;       /* round robin: a freed slot rests before reuse */
+static uint64_t live;
+static uint64_t peak_live;
+static uint64_t created;
+static uint64_t destroyed;
+static uint64_t keys_allocated;
+static uint64_t keys_freed;
+static uint64_t retired_enters;  /* gate counts of destroyed domains */
+static uint64_t retired_exits;
+static _Atomic uint64_t misuse;
+
+/* ====================================================================== */
+/* Per-thread state                                                       */
+
+static _Thread_local int tls_slot SIGNAL_SAFE_TLS = -1;
+static _Thread_local uint32_t tls_generation SIGNAL_SAFE_TLS;
+/* The PKRU this thread's last gate wrote: what the signal path restores. */
+static _Thread_local uint32_t tls_pkru SIGNAL_SAFE_TLS = _PyMPK_PKRU_SHARED;
+
+static _Thread_local char tls_error[320];
+static _Thread_local int tls_errno;
+
+static void
+set_error(int err, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(tls_error, sizeof(tls_error), fmt, ap);
+    va_end(ap);
+    if (err && n >= 0 && (size_t)n < sizeof(tls_error)) {
+        snprintf(tls_error + n, sizeof(tls_error) - (size_t)n, ": %s",
+                 strerror(err));
+    }
+    tls_errno = err;
+}
+
+const char *
+_PyMPK_LastError(void)
+{
+    return tls_error;
+}
+
+int
+_PyMPK_LastErrno(void)
+{
+    return tls_errno;
+}
+
+static _PyMPK_Status
+refuse(_PyMPK_Status status)
+{
+    atomic_fetch_add_explicit(&misuse, 1, memory_order_relaxed);
+    return status;
+}
+
+/* ====================================================================== */
+/* Detection                                                              */
+
+static void
+atfork_prepare(void)
+{
+    pthread_mutex_lock(&table_lock);
+}
+
+static void
+atfork_parent(void)
+{
+    pthread_mutex_unlock(&table_lock);
+}
+
+/* Only the forking thread survives in the child: the threads counted inside
+ * domains are gone, and their domains must still be destroyable there. */
+static void
+atfork_child(void)
+{
+    for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
+        uint64_t w = atomic_load_explicit(&slots[i].word,
+                                          memory_order_relaxed);
+        uint32_t entered = (i == tls_slot) ? 1 : 0;
+        atomic_store_explicit(&slots[i].word,
+                              word_pack(word_generation(w), word_state(w),
+                                        entered),
+                              memory_order_relaxed);
+    }
+    pthread_mutex_init(&table_lock, NULL);
+}
+
+static void
+detect(void)
+{
+    const char *setting = getenv("FAASTLANE_MPK");
+    int key;
+
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    if (setting != NULL && strcmp(setting, "off") == 0) {
+        snprintf(unavailable_reason, sizeof(unavailable_reason),
+                 "protection keys disabled by FAASTLANE_MPK=off");
+        return;
+    }
+#if !defined(__x86_64__)
+    snprintf(unavailable_reason, sizeof(unavailable_reason),
+             "protection keys are implemented for x86-64 only");
+    return;
+#endif
+    if (!_PyMPK_CPUHasPKU()) {
+        snprintf(unavailable_reason, sizeof(unavailable_reason),
+                 "the CPU has no protection keys (CPUID.7.0:ECX.PKU clear, "
+                 "no 'pku' in /proc/cpuinfo)");
+        return;
+    }
+    if (!_PyMPK_CPUHasOSPKE()) {
+        snprintf(unavailable_reason, sizeof(unavailable_reason),
+                 "the kernel did not enable protection keys "
+                 "(CPUID.7.0:ECX.OSPKE clear)");
+        return;
+    }
+    /* CPUID can be right while the kernel still refuses keys (built without
+     * CONFIG_X86_INTEL_MEMORY_PROTECTION_KEYS, or a hypervisor that hides
+     * the xsave state): only a real allocation proves they work. */
+    key = _PyMPK_SysPkeyAlloc(0, _PyMPK_PKEY_DISABLE_ACCESS
+                                     | _PyMPK_PKEY_DISABLE_WRITE);
+    if (key < 0) {
+        int err = errno;
+        snprintf(unavailable_reason, sizeof(unavailable_reason),
+                 "pkey_alloc failed: %s (errno %d)", strerror(err), err);
+        return;
+    }
+    _PyMPK_SysPkeyFree(key);
+    keys_enabled = 1;
+}
+
+void
+_PyMPK_Init(void)
+{
+    pthread_once(&init_once, detect);
+}
+
+int
+_PyMPK_KeysAvailable(void)
+{
+    _PyMPK_Init();
+    return keys_enabled;
+}
+
+const char *
+_PyMPK_UnavailableReason(void)
+{
+    _PyMPK_Init();
+    return keys_enabled ? NULL : unavailable_reason;
+}
+
+/* ====================================================================== */
+/* Slots                                                                  */
+
+uintptr_t
+_PyMPK_SlotBase(int slot)
+{
+    uintptr_t base = atomic_load_explicit(&slots_base, memory_order_acquire);
+    if (base == 0 || slot < 0 || slot >= _PyMPK_SLOT_COUNT) {
+        return 0;
+    }
+    return base + ((uintptr_t)slot << _PyMPK_SLOT_SHIFT);
+}
+
+int
+_PyMPK_SlotOf(const void *p)
+{
+    uintptr_t base = atomic_load_explicit(&slots_base, memory_order_relaxed);
+    uintptr_t a = (uintptr_t)p;
+    uintptr_t index;
+
+    if (base == 0 || a < base) {
+        return -1;
+    }
+    index = (a - base) >> _PyMPK_SLOT_SHIFT;
+    return index < _PyMPK_SLOT_COUNT ? (int)index : -1;
+}
+
+/* Reserve every slot at once, PROT_NONE and without commit charge, aligned
+ * to the slot size.  Called with the table lock held. */
+static _PyMPK_Status
+reserve_slots(void)
+{
+    size_t total = (size_t)_PyMPK_SLOT_COUNT * _PyMPK_SLOT_SIZE;
+    size_t mapped = total + _PyMPK_SLOT_SIZE;
+    uintptr_t start, aligned;
+    void *p;
+
+    if (atomic_load_explicit(&slots_base, memory_order_relaxed) != 0) {
+        return _PyMPK_OK;
+    }
+    p = mmap(NULL, mapped, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        set_error(errno, "cannot reserve %zu bytes of address space for "
+                  "protection domains (mmap PROT_NONE|MAP_NORESERVE)", total);
+        return _PyMPK_ERR_SYSTEM;
+    }
+    start = (uintptr_t)p;
+    aligned = (start + _PyMPK_SLOT_SIZE - 1) & ~(uintptr_t)(_PyMPK_SLOT_SIZE - 1);
+    if (aligned > start) {
+        munmap(p, aligned - start);
+    }
+    if (start + mapped > aligned + total) {
+        munmap((void *)(aligned + total), start + mapped - (aligned + total));
+    }
+    atomic_store_explicit(&slots_base, aligned, memory_order_release);
+    return _PyMPK_OK;
+}
+
+/* Give `len` bytes at `addr` the protection `prot` and the slot's key (or
+ * key 0 when key < 0 or keys are off). */
+static int
+protect_range(uintptr_t addr, size_t len, int prot, int key)
+{
+    if (keys_enabled) {
+        int k = key < 0 ? 0 : key;
+        if (_PyMPK_SysPkeyMprotect((void *)addr, len, prot, k) != 0) {
+            set_error(errno, "pkey_mprotect(addr=%#lx, len=%zu, prot=%d, "
+                      "pkey=%d) failed", (unsigned long)addr, len, prot, k);
+            return -1;
+        }
+        return 0;
+    }
+    if (mprotect((void *)addr, len, prot) != 0) {
+        set_error(errno, "mprotect(addr=%#lx, len=%zu, prot=%d) failed",
+                  (unsigned long)addr, len, prot);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+valid_slot(int slot)
+{
+    return slot >= 0 && slot < _PyMPK_SLOT_COUNT;
+}
+
+/* Whether `h` names a live domain right now (the caller holds the lock). */
+static int
+is_live(_PyMPK_Handle h)
+{
+    uint64_t w;
+    if (!valid_slot(h.slot)) {
+        return 0;
+    }
+    w = atomic_load_explicit(&slots[h.slot].word, memory_order_acquire);
+    return word_generation(w) == h.generation && word_state(w) == STATE_LIVE;
+}
+
+/* ====================================================================== */
+/* Create and destroy                                                     */
+
+_PyMPK_Status
+_PyMPK_Create(_PyMPK_Handle *out)
+{
+    _PyMPK_Status status = _PyMPK_OK;
+    slot_t *s = NULL;
+    int index = -1;
+    int key = -1;
+
+    _PyMPK_Init();
+    pthread_mutex_lock(&table_lock);
+    if (live >= _PyMPK_MAX_LIVE) {
+        set_error(0, "%d protection domains are live, the most x86 keys "
+                  "allow: destroy one first", _PyMPK_MAX_LIVE);
+        status = refuse(_PyMPK_ERR_LIMIT);
+        goto done;
+    }
+    status = reserve_slots();
+    if (status != _PyMPK_OK) {
+        goto done;
+    }
+    for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
+        int candidate = (next_slot + i) % _PyMPK_SLOT_COUNT;
+        uint64_t w = atomic_load_explicit(&slots[candidate].word,
+                                          memory_order_relaxed);
+        if (word_state(w) == STATE_FREE) {
+            index = candidate;
+            break;
+        }
+    }
+    if (index < 0) {
+        set_error(0, "all %d address slots are quarantined or in use",
+                  _PyMPK_SLOT_COUNT);
+        status = refuse(_PyMPK_ERR_LIMIT);
+        goto done;
+    }
+    if (keys_enabled) {
+        /* Allocated access-disabled: pkey_alloc changes the calling
+         * thread's PKRU, and no thread may reach the key but through the
+         * entry gate. */
+        key = _PyMPK_SysPkeyAlloc(0, _PyMPK_PKEY_DISABLE_ACCESS
+                                         | _PyMPK_PKEY_DISABLE_WRITE);
+        if (key < 0) {
+            int err = errno;
+            set_error(err, "pkey_alloc(0, PKEY_DISABLE_ACCESS|"
+                      "PKEY_DISABLE_WRITE) failed with %llu domains live",
+                      (unsigned long long)live);
+            status = err == ENOSPC ? refuse(_PyMPK_ERR_LIMIT)
+                                   : _PyMPK_ERR_SYSTEM;
+            goto done;
+        }
+        keys_allocated++;
+    }
+    s = &slots[index];
+    s->key = key;
+    s->pkru = keys_enabled ? _PyMPK_PKRU_FOR_KEY(key) : 0;
+    s->committed = 0;
+    s->used = 0;
+    atomic_store_explicit(&s->enters, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->exits, 0, memory_order_relaxed);
+    {
+        uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+        out->slot = index;
+        out->generation = word_generation(w);
+        atomic_store_explicit(&s->word,
+                              word_pack(out->generation, STATE_LIVE, 0),
+                              memory_order_release);
+    }
+    next_slot = (index + 1) % _PyMPK_SLOT_COUNT;
+    live++;
+    created++;
+    if (live > peak_live) {
+        peak_live = live;
+    }
+done:
+    pthread_mutex_unlock(&table_lock);
+    return status;
+}
+
+/* The order matters: zero while the key still guards the pages, retag so the
+ * pages no longer carry the key, and only then give the key back -- a key
+ * freed first would come back from the next pkey_alloc with these pages,
+ * contents and all, still obeying it. */
+static _PyMPK_Status
+scrub_and_release(slot_t *s, uintptr_t base)
+{
+    if (s->committed != 0) {
+        /* MADV_DONTNEED drops the pages of a private anonymous mapping: the
+         * next touch sees zeros.  The kernel ignores PKRU here, so this
+         * thread needs no access to the domain. */
+        if (madvise((void *)base, s->committed, MADV_DONTNEED) != 0) {
+            set_error(errno, "madvise(addr=%#lx, len=%zu, MADV_DONTNEED) "
+                      "failed while zeroing a domain",
+                      (unsigned long)base, s->committed);
+            return _PyMPK_ERR_SYSTEM;
+        }
+        if (protect_range(base, s->committed, PROT_NONE, 0) != 0) {
+            return _PyMPK_ERR_SYSTEM;
+        }
+    }
+    if (keys_enabled && s->key > 0) {
+        if (_PyMPK_SysPkeyFree(s->key) != 0) {
+            set_error(errno, "pkey_free(%d) failed", s->key);
+            return _PyMPK_ERR_SYSTEM;
+        }
+        keys_freed++;
+    }
+    return _PyMPK_OK;
+}
+
+_PyMPK_Status
+_PyMPK_Destroy(_PyMPK_Handle h)
+{
+    _PyMPK_Status status;
+    slot_t *s;
+    uint64_t w;
+
+    if (!valid_slot(h.slot)) {
+        return refuse(_PyMPK_ERR_STALE);
+    }
+    s = &slots[h.slot];
+    pthread_mutex_lock(&table_lock);
+    w = atomic_load_explicit(&s->word, memory_order_acquire);
+    do {
+        if (word_generation(w) != h.generation
+            || word_state(w) != STATE_LIVE)
+        {
+            pthread_mutex_unlock(&table_lock);
+            return refuse(_PyMPK_ERR_STALE);
+        }
+        if (word_entered(w) != 0) {
+            pthread_mutex_unlock(&table_lock);
+            set_error(0, "%u thread(s) are inside this domain",
+                      (unsigned int)word_entered(w));
+            return refuse(_PyMPK_ERR_BUSY);
+        }
+        /* DYING shuts the entry gate before the memory goes away. */
+    } while (!atomic_compare_exchange_weak_explicit(
+                 &s->word, &w, word_pack(h.generation, STATE_DYING, 0),
+                 memory_order_acq_rel, memory_order_acquire));
+
+    status = scrub_and_release(s, _PyMPK_SlotBase(h.slot));
+    retired_enters += atomic_load_explicit(&s->enters, memory_order_relaxed);
+    retired_exits += atomic_load_explicit(&s->exits, memory_order_relaxed);
+    atomic_store_explicit(&s->enters, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->exits, 0, memory_order_relaxed);
+    if (status != _PyMPK_OK) {
+        /* Fail closed: half-scrubbed memory and a key that may still tag it
+         * are never handed out again.  It still counts as live. */
+        atomic_store_explicit(&s->word,
+                              word_pack(h.generation + 1, STATE_QUARANTINED, 0),
+                              memory_order_release);
+        pthread_mutex_unlock(&table_lock);
+        return status;
+    }
+    s->key = -1;
+    s->pkru = 0;
+    s->committed = 0;
+    s->used = 0;
+    atomic_store_explicit(&s->word, word_pack(h.generation + 1, STATE_FREE, 0),
+                          memory_order_release);
+    live--;
+    destroyed++;
+    pthread_mutex_unlock(&table_lock);
+    return _PyMPK_OK;
+}
+
+/* ====================================================================== */
+/* Gates                                                                  */
+
+_PyMPK_Status
+_PyMPK_Enter(_PyMPK_Handle h)
+{
+    slot_t *s;
+    uint64_t w;
+
+    if (!valid_slot(h.slot)) {
+        return refuse(_PyMPK_ERR_STALE);
+    }
+    if (tls_slot >= 0) {
+        return refuse(_PyMPK_ERR_NESTED);
+    }
+    s = &slots[h.slot];
+    w = atomic_load_explicit(&s->word, memory_order_acquire);
+    do {
+        if (word_generation(w) != h.generation
+            || word_state(w) != STATE_LIVE)
+        {
+            return refuse(_PyMPK_ERR_STALE);
+        }
+        if (word_entered(w) == ENTERED_MASK) {
+            return refuse(_PyMPK_ERR_LIMIT);
+        }
+    } while (!atomic_compare_exchange_weak_explicit(
+                 &s->word, &w, w + 1,
+                 memory_order_acq_rel, memory_order_acquire));
+
+    /* tls_pkru first: a signal arriving in between restores the value this
+     * gate is about to write anyway. */
+    tls_pkru = s->pkru;
+    tls_generation = h.generation;
+    atomic_signal_fence(memory_order_seq_cst);
+    tls_slot = h.slot;
+    if (keys_enabled) {
+        _PyMPK_GateWrite(&tls_pkru);
+    }
+    atomic_fetch_add_explicit(&s->enters, 1, memory_order_relaxed);
+    return _PyMPK_OK;
+}
+
+_PyMPK_Status
+_PyMPK_Exit(_PyMPK_Handle h)
+{
+    slot_t *s;
+
+    if (!valid_slot(h.slot) || tls_slot != h.slot
+        || tls_generation != h.generation)
+    {
+        return refuse(_PyMPK_ERR_NOT_ENTERED);
+    }
+    s = &slots[h.slot];
+    tls_pkru = _PyMPK_PKRU_SHARED;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (keys_enabled) {
+        _PyMPK_GateWrite(&tls_pkru);
+    }
+    tls_slot = -1;
+    atomic_fetch_add_explicit(&s->exits, 1, memory_order_relaxed);
+    /* Last: once the count drops, destroy may run and recycle the key. */
+    atomic_fetch_sub_explicit(&s->word, 1, memory_order_release);
+    return _PyMPK_OK;
+}
+
+uint32_t
+_PyMPK_RestoreThreadPKRU(void)
+{
+    uint32_t value = tls_pkru;
+    if (!keys_enabled) {
+        return 0;
+    }
+    _PyMPK_GateWrite(&value);
+    return value;
+}
+
+int
+_PyMPK_CurrentSlot(void)
+{
+    return tls_slot;
+}
+
+int
+_PyMPK_CurrentHandle(_PyMPK_Handle *out)
+{
+    if (tls_slot < 0) {
+        return 0;
+    }
+    out->slot = tls_slot;
+    out->generation = tls_generation;
+    return 1;
+}
+
+/* ====================================================================== */
+/* Memory inside a domain                                                 */
+
+_PyMPK_Status
+_PyMPK_Alloc(_PyMPK_Handle h, size_t size, size_t align, void **out)
+{
+    _PyMPK_Status status = _PyMPK_OK;
+    slot_t *s;
+    size_t start;
+
+    if (size == 0 || align == 0 || (align & (align - 1)) != 0
+        || align > _PyMPK_SLOT_SIZE)
+    {
+        set_error(0, "bad allocation request (size=%zu, align=%zu)",
+                  size, align);
+        return _PyMPK_ERR_INVALID;
+    }
+    pthread_mutex_lock(&table_lock);
+    if (!is_live(h)) {
+        status = refuse(_PyMPK_ERR_STALE);
+        goto done;
+    }
+    s = &slots[h.slot];
+    start = (s->used + align - 1) & ~(align - 1);
+    if (start > _PyMPK_SLOT_SIZE || size > _PyMPK_SLOT_SIZE - start) {
+        set_error(0, "a domain slot holds %zu bytes: %zu are used, %zu more "
+                  "requested", _PyMPK_SLOT_SIZE, s->used, size);
+        status = _PyMPK_ERR_NOSPACE;
+        goto done;
+    }
+    if (start + size > s->committed) {
+        size_t end = (start + size + _PyMPK_COMMIT_STEP - 1)
+                     & ~(_PyMPK_COMMIT_STEP - 1);
+        uintptr_t base = _PyMPK_SlotBase(h.slot);
+        if (protect_range(base + s->committed, end - s->committed,
+                          PROT_READ | PROT_WRITE, s->key) != 0)
+        {
+            status = _PyMPK_ERR_SYSTEM;
+            goto done;
+        }
+        s->committed = end;
+    }
+    s->used = start + size;
+    *out = (void *)(_PyMPK_SlotBase(h.slot) + start);
+done:
+    pthread_mutex_unlock(&table_lock);
+    return status;
+}
+
+/* ====================================================================== */
+/* Introspection                                                          */
+
+_PyMPK_Status
+_PyMPK_Info(_PyMPK_Handle h, _PyMPK_DomainInfo *out)
+{
+    slot_t *s;
+
+    pthread_mutex_lock(&table_lock);
+    if (!is_live(h)) {
+        pthread_mutex_unlock(&table_lock);
+        return _PyMPK_ERR_STALE;
+    }
+    s = &slots[h.slot];
+    out->key = s->key;
+    out->pkru = s->pkru;
+    out->base = _PyMPK_SlotBase(h.slot);
+    out->committed = s->committed;
+    out->used = s->used;
+    out->entered = (int)word_entered(
+        atomic_load_explicit(&s->word, memory_order_acquire));
+    out->enters = atomic_load_explicit(&s->enters, memory_order_relaxed);
+    out->exits = atomic_load_explicit(&s->exits, memory_order_relaxed);
+    pthread_mutex_unlock(&table_lock);
+    return _PyMPK_OK;
+}
+
+void
+_PyMPK_GetCounters(_PyMPK_Counters *out)
+{
+    pthread_mutex_lock(&table_lock);
+    out->created = created;
+    out->destroyed = destroyed;
+    out->enters = retired_enters;
+    out->exits = retired_exits;
+    for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
+        out->enters += atomic_load_explicit(&slots[i].enters,
+                                            memory_order_relaxed);
+        out->exits += atomic_load_explicit(&slots[i].exits,
+                                           memory_order_relaxed);
+    }
+    out->misuse = atomic_load_explicit(&misuse, memory_order_relaxed);
+    out->keys_allocated = keys_allocated;
+    out->keys_freed = keys_freed;
+    out->live = live;
+    out->peak_live = peak_live;
+    pthread_mutex_unlock(&table_lock);
+}
+
+int
+_PyMPK_SlotKey(int slot)
+{
+    uint64_t w;
+    if (!valid_slot(slot)) {
+        return -1;
+    }
+    w = atomic_load_explicit(&slots[slot].word, memory_order_acquire);
+    if (word_state(w) != STATE_LIVE) {
+        return -1;
+    }
+    return slots[slot].key;
+}
