@@ -1,0 +1,32 @@
+"""Function results: checked as Lambda's JSON encoder would, and detached."""
+
+import decimal
+
+import pytest
+
+from faastlane.runtime.errors import StatesError
+from faastlane.runtime.jsonvalue import detach, detach_result
+
+
+def test_containers_are_copied_and_strings_shared() -> None:
+    blob = "x" * 1000
+    value = {"a": [1, {"b": blob}], "c": None}
+    copy = detach(value)
+    assert copy == value
+    assert copy is not value and copy["a"] is not value["a"]
+    assert copy["a"][1]["b"] is blob
+
+
+def test_tuples_decimals_and_key_types_follow_json_dumps() -> None:
+    assert detach((1, 2)) == [1, 2]
+    assert detach({1: "a", None: "b", 2.5: "d"}) == {"1": "a", "null": "b", "2.5": "d"}
+    assert detach({True: "c", False: "e"}) == {"true": "c", "false": "e"}
+    assert detach(decimal.Decimal("3")) == 3
+    assert detach(decimal.Decimal("3.25")) == 3.25
+
+
+def test_unserialisable_values_are_marshal_errors_naming_the_place() -> None:
+    with pytest.raises(StatesError) as failure:
+        detach_result({"rows": [1, {2, 3}]})
+    assert failure.value.error == "Runtime.MarshalError"
+    assert "set" in failure.value.cause and "$.rows[1]" in failure.value.cause
