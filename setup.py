@@ -2,6 +2,14 @@
 
 from setuptools import find_packages, setup
 
+EXAMPLES = [
+    "boto3>=1.34",
+    "numpy>=2",
+    "Pillow>=10",
+    "scikit-learn>=1.5",
+    "vaderSentiment>=3.3",
+]
+
 setup(
     name="faastlane",
     version="0.1.0",
@@ -14,10 +22,13 @@ setup(
     python_requires=">=3.11",
     install_requires=[],
     extras_require={
+        # What the example applications' functions import (they run unmodified, as on
+        # Lambda, where these would come from the deployment package or a layer).
+        "examples": EXAMPLES,
         "test": [
             "pytest>=8",
             "moto[stepfunctions,awslambda,server]>=5.1",
-            "boto3>=1.34",
+            *EXAMPLES,
         ],
     },
     entry_points={"console_scripts": ["faastlane = faastlane.cli:main"]},
