@@ -41,17 +41,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from faastlane_runtime.platforms import openwhisk_main  # noqa: E402
 from orchestrator import ORCHESTRATOR  # noqa: E402  (pre-imports every function)
 
 
 def main(args):
-    """OpenWhisk calls main(params): the workflow input in, its output (or error) out."""
-    result = ORCHESTRATOR.execute(args)
-    if result.status == "SUCCEEDED" and isinstance(result.output, dict):
-        return result.output
-    if result.status == "SUCCEEDED":
-        return {"output": result.output}
-    return {"error": {"Error": result.error, "Cause": result.cause}}
+    return openwhisk_main(ORCHESTRATOR, args)
 
 
 if __name__ == "__main__":
@@ -67,20 +62,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from faastlane_runtime.platforms import lambda_handler  # noqa: E402
 from orchestrator import ORCHESTRATOR  # noqa: E402  (pre-imports every function)
 
 
-class WorkflowFailed(Exception):
-    """Raised so that Lambda reports the workflow's error as the invocation's error."""
-
-
 def handler(event, context):
-    result = ORCHESTRATOR.execute(event, execution_name=context.aws_request_id)
-    if result.status == "SUCCEEDED":
-        return result.output
-    # Lambda reports errorType as the exception's class name: use the ASL error name.
-    error_class = type(str(result.error), (WorkflowFailed,), {})
-    raise error_class(result.cause)
+    return lambda_handler(ORCHESTRATOR, event, context)
 '''
 
 

@@ -1,0 +1,39 @@
+"""How the platforms call a composed action, and how its result goes back to them.
+
+OpenWhisk loads ``__main__.py`` and calls ``main(params)``: the result must be a JSON
+object, and an ``{"error": ...}`` object marks an application error. Lambda calls
+``handler(event, context)``: a return value is the result, and a raised exception is
+reported with ``errorType`` = the exception's class name, which for a failed workflow is
+the ASL error name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .orchestrator import SUCCEEDED, Orchestrator
+
+
+def openwhisk_main(orchestrator: Orchestrator, params: Any) -> dict[str, Any]:
+    """OpenWhisk's ``main(params)``: the workflow output, or ``{"error": {...}}``."""
+    result = orchestrator.execute(params)
+    if result.status != SUCCEEDED:
+        return {"error": {"Error": result.error, "Cause": result.cause}}
+    if isinstance(result.output, dict):
+        return result.output
+    # OpenWhisk requires a JSON object as an action's result.
+    return {"output": result.output}
+
+
+class WorkflowFailed(Exception):
+    """Base of the exceptions that carry a failed workflow's error to Lambda."""
+
+
+def lambda_handler(orchestrator: Orchestrator, event: Any, context: Any) -> Any:
+    """Lambda's ``handler(event, context)``: the output, or raise the workflow's error."""
+    result = orchestrator.execute(event, execution_name=getattr(context, "aws_request_id", None))
+    if result.status == SUCCEEDED:
+        return result.output
+    # Lambda reports errorType as the exception's class name: name it after the ASL error.
+    error_class = type(str(result.error), (WorkflowFailed,), {})
+    raise error_class(result.cause)
