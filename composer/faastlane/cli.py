@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -143,7 +144,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.trace:
             command.append("--trace")
         # The composed action is its own program: the same one OpenWhisk or Lambda loads.
-        return subprocess.call(command)
+        code = subprocess.call(command)
+    if code in (0, 1, 2):
+        return code
+    # The Orchestrator itself died (a function crashed the shared process, say): report
+    # it as a failed execution, as Lambda reports a runtime that exited.
+    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+    print(json.dumps({"Error": "Runtime.ExitError",
+                      "Cause": f"the Orchestrator process exited with {how}"}))
+    return 1
 
 
 _COMMANDS = {"validate": cmd_validate, "compose": cmd_compose, "run": cmd_run}

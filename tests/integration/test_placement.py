@@ -160,3 +160,28 @@ def test_functions_mutating_their_event_do_not_change_state_input(app_dir: Path)
               {"mutate": mutate})
     done = faastlane("run", str(app_dir), "--input", '{"items": ["a"]}')
     assert done.json == {"items": ["a"], "result": {"seen": 2}}
+
+
+def test_a_function_calling_sys_exit_fails_its_state(app_dir: Path) -> None:
+    write_app(app_dir, chain(("Quit", task("quit"))),
+              {"quit": "import sys\n\ndef handler(event, context):\n    sys.exit(4)\n"})
+    done = faastlane("run", str(app_dir))
+    assert done.code == 1
+    assert done.json["Error"] == "Runtime.ExitError"
+    assert "exit status 4" in done.json["Cause"]
+
+
+def test_a_function_that_kills_the_shared_process_is_reported(app_dir: Path) -> None:
+    write_app(app_dir, chain(("Die", task("die"))), {"die": """
+        import os, signal
+
+        def handler(event, context):
+            os.kill(os.getpid(), signal.SIGSEGV)
+    """})
+    done = faastlane("run", str(app_dir), "--isolation", "none")
+    assert done.code == 1
+    assert done.json == {"Error": "Runtime.ExitError",
+                         "Cause": "the Orchestrator process exited with signal SIGSEGV"}
+    # under process isolation only the function's own process dies
+    isolated = faastlane("run", str(app_dir), "--isolation", "process")
+    assert isolated.code == 1 and "signal: segv" in isolated.json["Cause"]

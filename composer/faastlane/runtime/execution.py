@@ -18,8 +18,8 @@ from typing import Any, Callable, Sequence
 
 from . import trace
 from .errors import TIMEOUT, StatesError
-from .forking import EXIT_ERROR, Outcome, run_forked
-from .functions import FunctionRegistry, LoadedFunction
+from .forking import Outcome, run_forked
+from .functions import EXIT_ERROR, FunctionRegistry, LoadedFunction
 from .jsonvalue import detach, detach_result
 from .lambda_context import ACCOUNT, REGION
 from .model import PROCESS, THREAD

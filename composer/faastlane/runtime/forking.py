@@ -30,8 +30,7 @@ from typing import Any, Callable, Sequence
 
 from . import trace
 from .errors import TIMEOUT, StatesError
-
-EXIT_ERROR = "Runtime.ExitError"
+from .functions import EXIT_ERROR
 _CHUNK = 1 << 20
 
 

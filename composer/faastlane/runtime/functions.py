@@ -22,6 +22,7 @@ from .lambda_context import LambdaContext
 
 LAMBDA = "lambda"
 OPENWHISK = "openwhisk"
+EXIT_ERROR = "Runtime.ExitError"
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,11 @@ class LoadedFunction:
             return self.entry(event, context)
         except StatesError:
             raise
+        except SystemExit as exc:
+            # Lambda's runtime reports a handler that exits the process this way.
+            raise StatesError(EXIT_ERROR, f"RequestId: {context.aws_request_id} Error: "
+                                          f"Runtime exited with error: exit status "
+                                          f"{exc.code}") from None
         except Exception as exc:  # noqa: BLE001 - any failure of user code is reported
             raise function_error(exc, context.aws_request_id) from None
 
