@@ -1,0 +1,216 @@
+"""Protection domains for function threads: the Orchestrator's face of ``_faastlane``.
+
+``_faastlane`` is a builtin module of the cpython-mpk runtime (see
+``cpython-mpk/MODULE.md``).  A protection domain is a memory-protection key plus a
+slot of address space tagged with it; a thread inside the domain (between its entry
+and exit gates) reaches shared memory and that slot, and nothing of other domains.
+
+This module imports on any Python.  Where ``_faastlane`` is missing (a stock
+interpreter) or protection keys are not usable (a CPU without ``pku``, a kernel
+without support, ``FAASTLANE_MPK=off``), :func:`status` says why and the Orchestrator
+picks another isolation mode; :func:`keys_enabled` applies the ``FAASTLANE_MPK``
+setting (``auto`` | ``on`` | ``off``) and fails closed for ``on``.  Standard library
+only: it ships inside composed actions.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import ModuleType
+
+MODE_VARIABLE = "FAASTLANE_MPK"
+MODES = ("auto", "on", "off")
+
+_log = logging.getLogger("faastlane.isolation")
+
+_native: ModuleType | None
+try:
+    import _faastlane as _native
+except ImportError:
+    _native = None
+    _MISSING_REASON = (
+        f"the _faastlane module is not built into this interpreter "
+        f"({sys.executable}, Python {sys.version.split()[0]}): run on the cpython-mpk "
+        "runtime (make -C cpython-mpk)"
+    )
+
+
+class IsolationUnavailable(RuntimeError):
+    """Protection-key isolation was required where it cannot be had."""
+
+
+# The native exceptions when the module exists; look-alikes otherwise, so that
+# ``except GateError`` works on every interpreter.
+if _native is not None:
+    DomainError: type[RuntimeError] = _native.DomainError
+    GateError: type[RuntimeError] = _native.GateError
+    DomainLimitError: type[RuntimeError] = _native.DomainLimitError
+else:
+
+    class DomainError(RuntimeError):  # type: ignore[no-redef]
+        """A protection-domain operation was refused."""
+
+    class GateError(DomainError):  # type: ignore[no-redef]
+        """Gate misuse: nested enter, exit of a domain not entered, and the like."""
+
+    class DomainLimitError(DomainError):  # type: ignore[no-redef]
+        """No key or slot is left for another live domain."""
+
+
+@dataclass(frozen=True)
+class MPKStatus:
+    """Whether protection keys can isolate functions here, and if not, why."""
+
+    available: bool
+    reason: str | None
+    # "keys": enforced; "no-keys": bookkeeping only; "missing": no _faastlane at all.
+    implementation: str
+
+
+def status() -> MPKStatus:
+    """Detect (never assume) protection-key support of this interpreter and host."""
+    if _native is None:
+        return MPKStatus(False, _MISSING_REASON, "missing")
+    return MPKStatus(
+        bool(_native.available()), _native.unavailable_reason(), _native.implementation()
+    )
+
+
+def available() -> bool:
+    """True when domains are enforced by hardware protection keys."""
+    return status().available
+
+
+def unavailable_reason() -> str | None:
+    """Why protection keys are not in use, or None when they are."""
+    return status().reason
+
+
+def requested_mode(environ: Mapping[str, str] = os.environ) -> str:
+    """The ``FAASTLANE_MPK`` setting: ``auto`` (the default), ``on`` or ``off``."""
+    mode = environ.get(MODE_VARIABLE, "auto").strip().lower() or "auto"
+    if mode not in MODES:
+        raise ValueError(f"{MODE_VARIABLE}={mode!r}: expected one of {', '.join(MODES)}")
+    return mode
+
+
+_fallback_reported = False
+
+
+def keys_enabled(mode: str | None = None) -> bool:
+    """Whether to isolate with protection keys under ``mode`` (default: the setting).
+
+    ``on`` raises :class:`IsolationUnavailable` naming what is missing; ``auto`` falls
+    back and logs the reason once; ``off`` never uses keys.
+    """
+    global _fallback_reported
+    mode = requested_mode() if mode is None else mode
+    if mode not in MODES:
+        raise ValueError(f"isolation mode {mode!r}: expected one of {', '.join(MODES)}")
+    if mode == "off":
+        return False
+    current = status()
+    if current.available:
+        return True
+    if mode == "on":
+        raise IsolationUnavailable(
+            f"MPK isolation required ({MODE_VARIABLE}=on) but unavailable: {current.reason}"
+        )
+    if not _fallback_reported:
+        _fallback_reported = True
+        _log.warning("MPK isolation unavailable, falling back: %s", current.reason)
+    return False
+
+
+class ProtectionDomain:
+    """The protection domain of one function: a key and a slot, until :meth:`destroy`.
+
+    Creating one raises :class:`DomainLimitError` when 15 are live, and
+    :class:`IsolationUnavailable` on an interpreter without ``_faastlane``.  Without
+    hardware keys (``status().implementation == "no-keys"``) the bookkeeping runs
+    but nothing is enforced.
+    """
+
+    _registry: dict[int, ProtectionDomain] = {}
+    _registry_lock = threading.Lock()
+
+    def __init__(self, name: str) -> None:
+        if _native is None:
+            raise IsolationUnavailable(_MISSING_REASON)
+        self.name = name
+        self._domain = _native.Domain()
+        with self._registry_lock:
+            self._registry[id(self._domain)] = self
+
+    @property
+    def key(self) -> int | None:
+        """The protection key, or None without keys or once destroyed."""
+        key: int | None = self._domain.key
+        return key
+
+    @property
+    def slot(self) -> int:
+        """Index of the domain's address slot."""
+        slot: int = self._domain.slot
+        return slot
+
+    @property
+    def alive(self) -> bool:
+        """False once destroyed."""
+        return bool(self._domain.alive)
+
+    def contains(self, address: int) -> bool:
+        """Whether ``address`` lies in this domain's slot (arithmetic, no memory read)."""
+        base: int = self._domain.base
+        return self.alive and base <= address < base + self._domain.size
+
+    @contextmanager
+    def entered(self) -> Iterator[ProtectionDomain]:
+        """Run the body inside the domain on the calling thread; always exit after.
+
+        Raises :class:`GateError` if this thread is already inside a domain (domains
+        do not nest) or the domain was destroyed.
+        """
+        self._domain.enter()
+        try:
+            yield self
+        finally:
+            self._domain.exit()
+
+    def destroy(self) -> None:
+        """Zero the slot, retag it inaccessible, free the key (in that order).
+
+        Raises :class:`GateError` while a thread is inside.
+        """
+        self._domain.destroy()
+        with self._registry_lock:
+            self._registry.pop(id(self._domain), None)
+
+    def __repr__(self) -> str:
+        state = f"key={self.key} slot={self.slot}" if self.alive else "destroyed"
+        return f"<ProtectionDomain {self.name!r} {state}>"
+
+
+def current_domain() -> ProtectionDomain | None:
+    """The domain the calling thread is inside, or None (also without ``_faastlane``)."""
+    if _native is None:
+        return None
+    raw = _native.current_domain()
+    if raw is None:
+        return None
+    with ProtectionDomain._registry_lock:
+        return ProtectionDomain._registry.get(id(raw))
+
+
+def gate_counters() -> dict[str, int]:
+    """Process-wide counts of domains and gate crossings (empty without ``_faastlane``)."""
+    if _native is None:
+        return {}
+    counters: dict[str, int] = _native.counters()
+    return counters
