@@ -180,7 +180,12 @@ def run_cases(cases: list[Case], timeout: float = 90.0) -> dict[str, Outcome]:
         deadline = time.monotonic() + timeout
         while running and time.monotonic() < deadline:
             for name, arn in list(running.items()):
-                described = sfn.describe_execution(executionArn=arn)
+                try:
+                    described = sfn.describe_execution(executionArn=arn)
+                except Exception as error:  # noqa: BLE001 - moto failing is a result too
+                    del running[name]
+                    outcomes[name] = Outcome.failure("moto failed", repr(error))
+                    continue
                 if described["status"] == "RUNNING":
                     continue
                 del running[name]
