@@ -39,7 +39,10 @@ def compile_command(out_dir: Path) -> list[str]:
         "-shared",
         "-fPIC",
         "-O2",
-        "-std=gnu11",
+        # Only PyInit__faastlane is exported, as in the runtime: the _PyMPK_* symbols
+        # must never bind to another copy (e.g. the runtime's builtin one).
+        "-fvisibility=hidden",
+        "-std=c11",  # what CPython builds builtin modules with
         *WARNINGS,
         "-I",
         sysconfig.get_paths()["include"],
