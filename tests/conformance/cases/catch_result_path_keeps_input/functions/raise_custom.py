@@ -1,0 +1,6 @@
+class PaymentDeclined(Exception):
+    pass
+
+
+def handler(event, context):
+    raise PaymentDeclined(f"card declined for order {event['order']['id']}")
