@@ -1,6 +1,0 @@
-import time
-
-
-def handler(event, context):
-    time.sleep(event.get("sleep", 2.5))
-    return {"slept": True}
