@@ -19,6 +19,7 @@ from typing import Sequence
 from . import __version__
 from .app import load_app
 from .compose import check_app, compose
+from .deploy.commands import COMMANDS as DEPLOY_COMMANDS, register as register_deploy
 from .errors import FaastlaneError, InvalidWorkflow
 from .runtime.execution import ISOLATION_MODES
 
@@ -78,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--keep", metavar="DIR",
                      help="compose into DIR and keep it (default: a temporary folder)")
     _add_planning(run)
+    register_deploy(commands, _add_planning)
     return parser
 
 
@@ -155,7 +157,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1
 
 
-_COMMANDS = {"validate": cmd_validate, "compose": cmd_compose, "run": cmd_run}
+_COMMANDS = {"validate": cmd_validate, "compose": cmd_compose, "run": cmd_run,
+             **DEPLOY_COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

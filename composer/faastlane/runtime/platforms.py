@@ -9,14 +9,19 @@ the ASL error name.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .orchestrator import SUCCEEDED, Orchestrator
 
 
 def openwhisk_main(orchestrator: Orchestrator, params: Any) -> dict[str, Any]:
-    """OpenWhisk's ``main(params)``: the workflow output, or ``{"error": {...}}``."""
-    result = orchestrator.execute(params)
+    """OpenWhisk's ``main(params)``: the workflow output, or ``{"error": {...}}``.
+
+    The activation id (``__OW_ACTIVATION_ID``, set by the action container for each
+    activation) names the execution, as the request id does on Lambda.
+    """
+    result = orchestrator.execute(params, execution_name=os.environ.get("__OW_ACTIVATION_ID"))
     if result.status != SUCCEEDED:
         return {"error": {"Error": result.error, "Cause": result.cause}}
     if isinstance(result.output, dict):

@@ -1,0 +1,135 @@
+"""The one module that talks to AWS: Lambda functions and layers, through boto3.
+
+boto3 reads the usual AWS configuration: ``--profile``/``AWS_PROFILE``, ``--region``/
+``AWS_DEFAULT_REGION``/the profile's region, credentials from the environment or
+``~/.aws``, and ``AWS_ENDPOINT_URL`` (``AWS_ENDPOINT_URL_LAMBDA``) for another endpoint
+such as a local emulator. Calls: ``publish_layer_version``, ``get_function``, then
+``create_function`` or ``update_function_code`` + ``update_function_configuration``, and
+``invoke`` (``RequestResponse``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
+
+from . import limits
+from .errors import ApiError, DeployError, InvocationFailed, MissingConfiguration
+
+PLATFORM = "AWS Lambda"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str
+    code: bytes
+    runtime: str
+    handler: str
+    role: str | None
+    layers: list[str]
+    memory_mb: int = 1024
+    timeout_s: int = 300
+
+
+def _boto3() -> Any:
+    try:
+        import boto3  # noqa: PLC0415 (only deployments need it)
+    except ImportError:
+        raise MissingConfiguration("deploying to Lambda needs boto3: pip install "
+                                   "'faastlane[deploy]'") from None
+    return boto3
+
+
+class LambdaClient:
+    def __init__(self, profile: str | None = None, region: str | None = None) -> None:
+        boto3 = _boto3()
+        from botocore.exceptions import NoRegionError, ProfileNotFound  # noqa: PLC0415
+        try:
+            session = boto3.session.Session(profile_name=profile, region_name=region)
+            self.client = session.client("lambda")
+        except ProfileNotFound as err:
+            raise MissingConfiguration(f"no AWS profile {err.kwargs.get('profile')!r} in "
+                                       f"~/.aws/config or ~/.aws/credentials") from None
+        except NoRegionError:
+            raise MissingConfiguration("no AWS region configured: export AWS_DEFAULT_REGION, "
+                                       "pass --region, or set region in ~/.aws/config") from None
+
+    def _call(self, operation: str, call: Callable[..., T], **kwargs: Any) -> T:
+        from botocore.exceptions import (  # noqa: PLC0415
+            BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError)
+        try:
+            return call(**kwargs)
+        except NoCredentialsError:
+            raise MissingConfiguration("no AWS credentials: export AWS_ACCESS_KEY_ID and "
+                                       "AWS_SECRET_ACCESS_KEY, or pass --profile") from None
+        except EndpointConnectionError as err:
+            raise DeployError(f"cannot reach AWS Lambda at {err.kwargs.get('endpoint_url')}"
+                              ) from None
+        except ClientError as err:
+            error = err.response.get("Error", {})
+            status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?")
+            raise ApiError(PLATFORM, operation, f"{status} {error.get('Code', '')}".strip(),
+                           error.get("Message", str(err))) from None
+        except BotoCoreError as err:
+            raise DeployError(f"{PLATFORM} {operation}: {err}") from None
+
+    def publish_layer(self, name: str, code: bytes, runtime: str) -> str:
+        """A new version of layer ``name``; its ARN."""
+        answer = self._call(f"PublishLayerVersion {name}", self.client.publish_layer_version,
+                            LayerName=name, Content={"ZipFile": code},
+                            CompatibleRuntimes=[runtime],
+                            Description="Faastlane runtime library and dependencies")
+        return answer["LayerVersionArn"]
+
+    def exists(self, name: str) -> bool:
+        try:
+            self._call(f"GetFunction {name}", self.client.get_function, FunctionName=name)
+        except ApiError as err:
+            if "ResourceNotFoundException" in str(err.status):
+                return False
+            raise
+        return True
+
+    def create_function(self, spec: FunctionSpec) -> dict[str, Any]:
+        if not spec.role:
+            raise MissingConfiguration(
+                f"creating Lambda function {spec.name} needs an execution role: pass --role "
+                f"arn:aws:iam::ACCOUNT:role/NAME (or export FAASTLANE_LAMBDA_ROLE)")
+        return self._call(f"CreateFunction {spec.name}", self.client.create_function,
+                          FunctionName=spec.name, Runtime=spec.runtime, Role=spec.role,
+                          Handler=spec.handler, Code={"ZipFile": spec.code},
+                          Layers=spec.layers, MemorySize=spec.memory_mb,
+                          Timeout=spec.timeout_s, Publish=True,
+                          Description="Faastlane: a whole workflow as one function")
+
+    def update_function(self, spec: FunctionSpec) -> dict[str, Any]:
+        self._call(f"UpdateFunctionCode {spec.name}", self.client.update_function_code,
+                   FunctionName=spec.name, ZipFile=spec.code)
+        self._wait_updated(spec.name)
+        settings: dict[str, Any] = {"Runtime": spec.runtime, "Handler": spec.handler,
+                                    "Layers": spec.layers, "MemorySize": spec.memory_mb,
+                                    "Timeout": spec.timeout_s}
+        if spec.role:
+            settings["Role"] = spec.role
+        return self._call(f"UpdateFunctionConfiguration {spec.name}",
+                          self.client.update_function_configuration,
+                          FunctionName=spec.name, **settings)
+
+    def _wait_updated(self, name: str) -> None:
+        """A function takes its next update only once the last one finished."""
+        waiter = self.client.get_waiter("function_updated_v2")
+        self._call(f"wait for {name}", waiter.wait, FunctionName=name,
+                   WaiterConfig={"Delay": 1, "MaxAttempts": 120})
+
+    def invoke(self, name: str, payload: Any) -> Any:
+        """A synchronous invocation's result; InvocationFailed with Lambda's error shape."""
+        body = json.dumps(payload).encode()
+        limits.LAMBDA_SYNC_PAYLOAD.check(len(body), "the invocation payload")
+        answer = self._call(f"Invoke {name}", self.client.invoke, FunctionName=name,
+                            InvocationType="RequestResponse", Payload=body)
+        result = json.loads(answer["Payload"].read() or b"null")
+        if answer.get("FunctionError"):
+            raise InvocationFailed(result)
+        return result

@@ -1,0 +1,173 @@
+"""Stage 1 of a deployment: the artefacts each platform takes, built from an app.
+
+The action folder comes from ``faastlane compose`` (``prepare`` + ``write_action``); this
+module only re-arranges it into the platforms' formats and checks their size limits:
+
+OpenWhisk, stock Python kind
+    ``action.zip``: the action folder (``__main__.py`` with ``main(args)``) plus the
+    functions' third-party packages at its top level, where the launcher's ``sys.path``
+    finds them; ``wsk action create NAME action.zip --kind python:3.11``.
+AWS Lambda
+    ``function.zip``: ``lambda_function.py`` (handler ``lambda_function.handler``),
+    ``orchestrator.py``, ``plan.json``, ``functions/``; ``layer.zip``: ``python/`` with the
+    runtime library (``faastlane_runtime``) and the third-party packages, which Lambda
+    mounts under ``/opt/python`` on ``sys.path``. With a custom runtime also
+    ``runtime-layer.zip``: ``bootstrap``, the cpython-mpk interpreter and ``awslambdaric``
+    (the Runtime API client) -- for the ``provided.al2023`` runtime.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from ..compose import RUNTIME_PACKAGE, prepare, write_action
+from . import limits
+from .archive import Archive, write_zip
+from .errors import RuntimeNotBuilt
+from .vendoring import requirement_files, vendor
+
+OPENWHISK_KIND = "python:3.11"
+LAMBDA_RUNTIME = "python3.13"
+CUSTOM_RUNTIME = "provided.al2023"
+LAMBDA_HANDLER = "lambda_function.handler"
+RUNTIME_INTERFACE_CLIENT = "awslambdaric==4.2.2"
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+DEFAULT_PYTHON_PREFIX = os.path.join(_REPO_ROOT, "cpython-mpk", "build")
+
+BOOTSTRAP = """#!/bin/sh
+# AWS Lambda custom runtime of a Faastlane action: the cpython-mpk interpreter in this
+# layer runs awslambdaric, which speaks the Runtime API at $AWS_LAMBDA_RUNTIME_API and
+# calls $_HANDLER (lambda_function.handler) from $LAMBDA_TASK_ROOT.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+export PYTHONPATH="$here/python${PYTHONPATH:+:$PYTHONPATH}"
+cd "${LAMBDA_TASK_ROOT:-/var/task}"
+exec "$here/cpython-mpk/bin/python3" -m awslambdaric "${_HANDLER:-lambda_function.handler}"
+"""
+
+# Parts of a CPython prefix nothing runs at run time.
+_PREFIX_UNUSED = ("test", "idlelib", "tkinter", "ensurepip", "lib2to3", "site-packages",
+                  "config-")
+
+
+@dataclass(frozen=True)
+class OpenWhiskPackage:
+    name: str
+    kind: str
+    action: Archive
+
+
+@dataclass(frozen=True)
+class LambdaPackage:
+    name: str
+    runtime: str
+    handler: str
+    function: Archive
+    layer: Archive
+    runtime_layer: Archive | None = None
+
+    def layers(self) -> list[Archive]:
+        return [a for a in (self.runtime_layer, self.layer) if a is not None]
+
+
+def _kind_version(kind: str) -> str:
+    """``python:3.11`` -> ``3.11``; OpenWhisk's generic ``python:3`` is 3.11 today."""
+    version = kind.split(":", 1)[-1]
+    return "3.11" if version in ("3", "default") else version
+
+
+def package_openwhisk(app_path: str, out_zip: str, kind: str = OPENWHISK_KIND,
+                      **planning: Any) -> OpenWhiskPackage:
+    """The zip for OpenWhisk's stock Python kind."""
+    composition = prepare(app_path, **planning)
+    with tempfile.TemporaryDirectory(prefix="faastlane-package-") as scratch:
+        action = write_action(composition, os.path.join(scratch, "action"))
+        trees = [(action, "")]
+        vendored = vendor(requirement_files(composition.app.root), _kind_version(kind))
+        if vendored:
+            trees.append((vendored, ""))
+        archive = write_zip(out_zip, trees)
+    limits.OPENWHISK_CODE.check(archive.size, out_zip)
+    return OpenWhiskPackage(composition.app.name, kind, archive)
+
+
+def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
+                   python_prefix: str | None = None, **planning: Any) -> LambdaPackage:
+    """function.zip and layer.zip (and runtime-layer.zip for the custom runtime)."""
+    prefix = None
+    if custom_runtime:
+        prefix = _python_prefix(python_prefix)
+    composition = prepare(app_path, **planning)
+    version = _prefix_version(prefix) if prefix else LAMBDA_RUNTIME.removeprefix("python")
+    os.makedirs(out_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="faastlane-package-") as scratch:
+        action = write_action(composition, os.path.join(scratch, "action"))
+        library = os.path.join(scratch, "library")
+        os.makedirs(library)
+        shutil.move(os.path.join(action, RUNTIME_PACKAGE), library)
+        function = write_zip(os.path.join(out_dir, "function.zip"), [(action, "")])
+        trees = [(library, "python/")]
+        vendored = vendor(requirement_files(composition.app.root), version)
+        if vendored:
+            trees.append((vendored, "python/"))
+        layer = write_zip(os.path.join(out_dir, "layer.zip"), trees)
+        runtime_layer = _runtime_layer(prefix, version, out_dir, scratch) if prefix else None
+    package = LambdaPackage(composition.app.name, CUSTOM_RUNTIME if custom_runtime
+                            else LAMBDA_RUNTIME, LAMBDA_HANDLER, function, layer, runtime_layer)
+    check_lambda_limits(package)
+    return package
+
+
+def check_lambda_limits(package: LambdaPackage) -> None:
+    for archive in (package.function, *package.layers()):
+        limits.LAMBDA_ZIP.check(archive.size, archive.path)
+    unzipped = sum(a.unzipped_size for a in (package.function, *package.layers()))
+    limits.LAMBDA_UNZIPPED.check(unzipped, f"{package.name} with its layers")
+
+
+def _python_prefix(given: str | None) -> str:
+    prefix = os.path.realpath(given or DEFAULT_PYTHON_PREFIX)
+    if not os.access(os.path.join(prefix, "bin", "python3"), os.X_OK):
+        raise RuntimeNotBuilt(f"the cpython-mpk runtime is not built ({prefix}/bin/python3 "
+                              f"is missing): run `make -C cpython-mpk`, or pass "
+                              f"--python-prefix")
+    return prefix
+
+
+def _prefix_version(prefix: str) -> str:
+    found = sorted(glob.glob(os.path.join(prefix, "lib", "python3.*", "os.py")))
+    if not found:
+        raise RuntimeNotBuilt(f"{prefix} holds no Python standard library (lib/python3.*)")
+    return os.path.basename(os.path.dirname(found[-1])).removeprefix("python")
+
+
+def _runtime_layer(prefix: str, version: str, out_dir: str, scratch: str) -> Archive:
+    """bootstrap + the interpreter (pruned) + awslambdaric built for its version."""
+    stage = os.path.join(scratch, "runtime")
+    os.makedirs(stage)
+    bootstrap = os.path.join(stage, "bootstrap")
+    with open(bootstrap, "w", encoding="utf-8") as handle:
+        handle.write(BOOTSTRAP)
+    os.chmod(bootstrap, 0o755)
+    shutil.copytree(prefix, os.path.join(stage, "cpython-mpk"), symlinks=True,
+                    ignore=_ignore_unused)
+    client = vendor([], version, [RUNTIME_INTERFACE_CLIENT])
+    assert client is not None
+    return write_zip(os.path.join(out_dir, "runtime-layer.zip"),
+                     [(stage, ""), (client, "python/")])
+
+
+def _ignore_unused(directory: str, names: list[str]) -> set[str]:
+    ignored = {n for n in names if n == "__pycache__" or n.endswith((".a", ".pyc"))
+               or n == "faastlane-build.log"}
+    if os.path.basename(directory).startswith("python3."):
+        ignored |= {n for n in names if n.startswith(_PREFIX_UNUSED)}
+    if os.path.basename(directory) in ("include", "share"):
+        ignored |= set(names)
+    return ignored

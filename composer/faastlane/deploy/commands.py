@@ -1,0 +1,168 @@
+"""``faastlane package | deploy | invoke``: thin commands over the deployment stages.
+
+``cli.py`` calls :func:`register` to add the subcommands and dispatches to
+:data:`COMMANDS`; everything here raises FaastlaneError subclasses, which the CLI turns
+into one line and an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from typing import Any, Callable
+
+from . import bundle
+from .aws_lambda import LambdaClient
+from .deployer import deploy_lambda, deploy_openwhisk
+from .errors import InvocationFailed
+from .openwhisk import OpenWhiskClient
+from .wskprops import resolve
+
+TARGETS = ("openwhisk", "lambda")
+_PLANNING = ("isolation", "vcpus", "threads_only", "processes_only")
+
+
+def _planning(args: argparse.Namespace) -> dict[str, Any]:
+    return {key: getattr(args, key) for key in _PLANNING}
+
+
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", choices=TARGETS, required=True,
+                        help="the platform: an OpenWhisk action or an AWS Lambda function")
+
+
+def _add_packaging(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kind", default=bundle.OPENWHISK_KIND,
+                        help=f"OpenWhisk: the Python kind (default {bundle.OPENWHISK_KIND})")
+    parser.add_argument("--custom-runtime", action="store_true",
+                        help="Lambda: add a runtime layer (bootstrap + cpython-mpk + "
+                             f"awslambdaric) for {bundle.CUSTOM_RUNTIME}")
+    parser.add_argument("--python-prefix", metavar="DIR",
+                        help="Lambda custom runtime: the cpython-mpk prefix "
+                             "(default cpython-mpk/build)")
+
+
+def _add_connection(parser: argparse.ArgumentParser) -> None:
+    ow = parser.add_argument_group("OpenWhisk (default: as wsk, from ~/.wskprops)")
+    ow.add_argument("--apihost", help="the API host, e.g. https://openwhisk.example.com")
+    ow.add_argument("--auth", help="the key, UUID:KEY")
+    ow.add_argument("--namespace", help="the namespace (default: your own, _)")
+    ow.add_argument("-i", "--insecure", action="store_true",
+                    help="do not check the API host's TLS certificate")
+    aws = parser.add_argument_group("AWS Lambda (default: the usual AWS configuration)")
+    aws.add_argument("--profile", help="an AWS profile from ~/.aws")
+    aws.add_argument("--region", help="the AWS region")
+
+
+def register(commands: Any, add_planning: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add the package, deploy and invoke subcommands to the CLI's subparsers."""
+    package = commands.add_parser(
+        "package", help="build the zip(s) a platform takes",
+        description="Compose APP and package it: for OpenWhisk one action zip (stock Python "
+                    "kind); for Lambda function.zip and layer.zip (and runtime-layer.zip "
+                    "with --custom-runtime). Dependencies from requirements.txt files are "
+                    "vendored.")
+    package.add_argument("app", metavar="APP", help="the app folder")
+    _add_target(package)
+    package.add_argument("-o", "--output", required=True, metavar="OUT",
+                         help="OpenWhisk: the zip to write; Lambda: the folder for the zips")
+    _add_packaging(package)
+    add_planning(package)
+
+    deploy = commands.add_parser(
+        "deploy", help="create or update the action / function",
+        description="Package APP and create or update it on the platform: an OpenWhisk "
+                    "action (PUT ...?overwrite=true) or a Lambda function with its layers.")
+    deploy.add_argument("app", metavar="APP", help="the app folder")
+    _add_target(deploy)
+    deploy.add_argument("--name", help="the action / function name (default: the app's)")
+    _add_packaging(deploy)
+    deploy.add_argument("--docker", metavar="IMAGE",
+                        help="OpenWhisk: run in this image (e.g. the Faastlane runtime "
+                             "image, docker/build.sh runtime) instead of the stock kind")
+    deploy.add_argument("--role", default=os.environ.get("FAASTLANE_LAMBDA_ROLE"),
+                        help="Lambda: the execution role ARN (needed to create a function)")
+    deploy.add_argument("--memory", type=int, metavar="MB", help="memory (default: platform's;"
+                        " Lambda 1024)")
+    deploy.add_argument("--timeout", type=int, metavar="S", help="time limit in seconds "
+                        "(default: platform's; Lambda 300)")
+    _add_connection(deploy)
+    add_planning(deploy)
+
+    invoke = commands.add_parser(
+        "invoke", help="run the deployed workflow once and print its output",
+        description="Invoke a deployed action / function synchronously. Prints the output "
+                    "JSON (exit 0), or the error result of a failed workflow (exit 1).")
+    invoke.add_argument("name", metavar="NAME", help="the action / function name")
+    _add_target(invoke)
+    source = invoke.add_mutually_exclusive_group()
+    source.add_argument("--input", metavar="JSON", help="the execution input (default {})")
+    source.add_argument("--input-file", metavar="F", help="a file holding the input JSON")
+    _add_connection(invoke)
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"faastlane: {message}\n")
+
+
+def _describe(archive: bundle.Archive) -> str:
+    return f"{archive.path} ({archive.size:,} bytes, {archive.unzipped_size:,} unzipped)"
+
+
+def cmd_package(args: argparse.Namespace) -> int:
+    if args.target == "openwhisk":
+        package = bundle.package_openwhisk(args.app, args.output, args.kind, **_planning(args))
+        print(f"wrote {_describe(package.action)}: wsk action create {package.name} "
+              f"{args.output} --kind {package.kind}")
+        return 0
+    lam = bundle.package_lambda(args.app, args.output, args.custom_runtime,
+                                args.python_prefix, **_planning(args))
+    for archive in (lam.function, *lam.layers()):
+        print(f"wrote {_describe(archive)}")
+    print(f"runtime {lam.runtime}, handler {lam.handler}")
+    return 0
+
+
+def cmd_deploy(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="faastlane-deploy-") as scratch:
+        if args.target == "openwhisk":
+            client = OpenWhiskClient(resolve(args.apihost, args.auth, args.namespace),
+                                     args.insecure)  # configuration checked before packaging
+            package = bundle.package_openwhisk(args.app, os.path.join(scratch, "action.zip"),
+                                               args.kind, **_planning(args))
+            done = deploy_openwhisk(package, client, args.name or package.name, args.docker,
+                                    args.memory, args.timeout, _say)
+        else:
+            lam_client = LambdaClient(args.profile, args.region)
+            lam = bundle.package_lambda(args.app, scratch, args.custom_runtime,
+                                        args.python_prefix, **_planning(args))
+            done = deploy_lambda(lam, lam_client, args.name or lam.name, args.role,
+                                 args.memory or 1024, args.timeout or 300, _say)
+    print(f"deployed {done.name} to {done.platform}: faastlane invoke {done.name} "
+          f"--target {done.platform} --input '{{...}}'")
+    return 0
+
+
+def cmd_invoke(args: argparse.Namespace) -> int:
+    from ..cli import _read_input  # noqa: PLC0415 (cli imports this module)
+
+    payload = json.loads(_read_input(args))
+    try:
+        if args.target == "openwhisk":
+            client = OpenWhiskClient(resolve(args.apihost, args.auth, args.namespace),
+                                     args.insecure)
+            result = client.invoke(args.name, payload)
+        else:
+            result = LambdaClient(args.profile, args.region).invoke(args.name, payload)
+    except InvocationFailed as failed:
+        print(json.dumps(failed.result))
+        return failed.exit_code
+    print(json.dumps(result))
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "package": cmd_package, "deploy": cmd_deploy, "invoke": cmd_invoke}

@@ -1,0 +1,44 @@
+"""The platforms' size limits, checked before anything is uploaded.
+
+OpenWhisk (default deployment limits): an invocation's parameters and an action's result
+at most 1 MB; an action's code at most 48 MB. AWS Lambda: a synchronous invocation's
+request and response at most 6 MB; a zip uploaded directly at most 50 MB; a function and
+all its layers at most 250 MB unzipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import TooLarge
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limit:
+    what: str
+    limit: int
+    hint: str
+
+    def check(self, size: int, subject: str) -> None:
+        """Raise TooLarge naming the subject, its size and the limit."""
+        if size > self.limit:
+            raise TooLarge(f"{subject} is {_megabytes(size)}, over {self.what} of "
+                           f"{_megabytes(self.limit)}; {self.hint}")
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / MB:.2f} MB" if size % MB else f"{size // MB} MB"
+
+
+OPENWHISK_PAYLOAD = Limit("OpenWhisk's limit for an invocation's parameters", 1 * MB,
+                          "pass a reference to the data (e.g. an object-store key) instead")
+OPENWHISK_CODE = Limit("OpenWhisk's limit for an action's code", 48 * MB,
+                       "move large dependencies into a custom runtime image (--docker)")
+LAMBDA_SYNC_PAYLOAD = Limit("Lambda's limit for a synchronous invocation's payload", 6 * MB,
+                            "pass a reference to the data (e.g. an S3 key) instead")
+LAMBDA_ZIP = Limit("Lambda's limit for a directly uploaded zip", 50 * MB,
+                   "upload it through S3 or move dependencies into a layer")
+LAMBDA_UNZIPPED = Limit("Lambda's limit for a function and its layers unzipped", 250 * MB,
+                        "trim dependencies or deploy a container image instead")
