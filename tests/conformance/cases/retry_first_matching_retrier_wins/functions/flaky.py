@@ -20,5 +20,4 @@ def handler(event, context):
     calls = _record(event["scratch"])
     if len(calls) <= 1:
         raise KeyError(f"call {len(calls)} fails")
-
     return {"attempts": len(calls), "retryCount": event.get("retry")}

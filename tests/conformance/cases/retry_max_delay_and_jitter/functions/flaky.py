@@ -22,5 +22,4 @@ def handler(event, context):
         raise TransientError(f"call {len(calls)} fails")
     gaps = [b - a for a, b in zip(calls, calls[1:])]
     return {"attempts": len(calls), "gap1AtLeastInterval": gaps[0] >= 0.9,
-            "gap2Backoff": gaps[1] >= 1.9, "gap2Capped": gaps[1] < 1.7}
-    return {"attempts": len(calls), "retryCount": event.get("retry")}
+            "gap2Backoff": gaps[1] >= 1.9, "gap2Capped": gaps[1] < 2.5}
