@@ -125,7 +125,8 @@ build_runtime() {
     cp "${PROXY_FILES[@]}" "$context/proxy/"
     cp "$HERE/runtime/Dockerfile" "$context/Dockerfile"
     note "docker build $tag (FROM $base)"
-    docker build -q --build-arg "BASE=$base" -t "$tag" "$context" >/dev/null
+    docker build -q --build-arg "BASE=$base" -t "$tag" "$context" >/dev/null 2>"$context/build.err" \
+        || { cat "$context/build.err" >&2; die "docker build failed (above)"; }
     rm -rf "$context"; trap - EXIT
     docker tag "$tag" "$RUNTIME_REPO:latest"
     echo "$tag"

@@ -32,6 +32,7 @@ from .errors import RuntimeNotBuilt
 from .vendoring import requirement_files, vendor
 
 OPENWHISK_KIND = "python:3.11"
+RUNTIME_IMAGE_KIND = "python:3.13"  # the Faastlane runtime image's cpython-mpk
 LAMBDA_RUNTIME = "python3.13"
 CUSTOM_RUNTIME = "provided.al2023"
 LAMBDA_HANDLER = "lambda_function.handler"

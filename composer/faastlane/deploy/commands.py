@@ -131,8 +131,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         if args.target == "openwhisk":
             client = OpenWhiskClient(resolve(args.apihost, args.auth, args.namespace),
                                      args.insecure)  # configuration checked before packaging
+            # In the runtime image the action runs on cpython-mpk: vendor for its Python.
+            kind = bundle.RUNTIME_IMAGE_KIND if args.docker else args.kind
             package = bundle.package_openwhisk(args.app, os.path.join(scratch, "action.zip"),
-                                               args.kind, **_planning(args))
+                                               kind, **_planning(args))
             done = deploy_openwhisk(package, client, args.name or package.name, args.docker,
                                     args.memory, args.timeout, _say)
         else:

@@ -1,0 +1,131 @@
+"""A local stand-in for OpenWhisk's controller: records the REST calls and runs actions.
+
+No OpenWhisk controller can run here (it needs CouchDB, Kafka and an invoker), so this
+endpoint implements the part of the documented REST API that ``faastlane deploy`` and
+``invoke`` use, and records every request for the tests to inspect:
+
+``PUT  /api/v1/namespaces/{ns}/actions/{name}[?overwrite=true]``  stores the action
+    (``409`` if it exists without ``overwrite``); ``401`` for a wrong key.
+``POST /api/v1/namespaces/{ns}/actions/{name}?blocking=true&result=true``
+    runs it as the invoker would: in an action container (``/init`` with the stored code
+    once, then ``/run`` with ``activation_id``, ``action_name``, ``namespace``,
+    ``deadline``), answering the result, or ``502`` with it when it holds ``error``;
+    ``404`` for an unknown action.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import urllib.parse
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+from deploy_servers import ActionServer
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class OpenWhiskEndpoint:
+    auth: str
+    container: Callable[[], ActionServer]  # a fresh action container per action
+    calls: list[Recorded] = field(default_factory=list)
+    actions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    warm: dict[str, ActionServer] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def handle(self, call: Recorded) -> tuple[int, Any]:
+        token = base64.b64encode(self.auth.encode()).decode()
+        if call.headers.get("authorization") != f"Basic {token}":
+            return 401, {"error": "The supplied authentication is invalid",
+                         "code": uuid.uuid4().hex}
+        parts = call.path.split("/")
+        if len(parts) < 7 or parts[1:4] != ["api", "v1", "namespaces"] or parts[5] != "actions":
+            return 404, {"error": "The requested resource does not exist."}
+        namespace, name = urllib.parse.unquote(parts[4]), "/".join(parts[6:])
+        key = f"{namespace}/{name}"
+        if call.method == "PUT":
+            if key in self.actions and call.query.get("overwrite") != "true":
+                return 409, {"error": "resource already exists", "code": uuid.uuid4().hex}
+            version = f"0.0.{len([c for c in self.calls if c.method == 'PUT'])}"
+            self.actions[key] = dict(call.body, version=version)
+            self.warm.pop(key, None)
+            stored = {k: v for k, v in self.actions[key].items() if k != "exec"}
+            return 200, dict(stored, exec={"kind": call.body["exec"]["kind"], "binary": True})
+        if call.method == "POST":
+            if key not in self.actions:
+                return 404, {"error": "The requested resource does not exist."}
+            return self._invoke(key, namespace, name, call.body)
+        return 405, {"error": "method not allowed"}
+
+    def _invoke(self, key: str, namespace: str, name: str, params: Any) -> tuple[int, Any]:
+        with self.lock:  # one container per action, initialised once
+            container = self.warm.get(key)
+            if container is None:
+                container = self.container()
+                exec_ = self.actions[key]["exec"]
+                status, answer = container.init({"value": {
+                    "main": exec_.get("main", "main"), "code": exec_["code"],
+                    "binary": exec_.get("binary", False), "env": {}}})
+                if status != 200:
+                    return 502, {"error": f"init failed: {answer}"}
+                self.warm[key] = container
+        status, result = container.run(
+            params, activation_id=uuid.uuid4().hex, action_name=f"/{namespace}/{name}",
+            namespace=namespace, deadline=str(int(time.time() * 1000) + 60_000))
+        if status != 200:
+            return 502, {"error": f"The action did not produce a valid response: {result}"}
+        return (502 if isinstance(result, dict) and "error" in result else 200), result
+
+
+def _handler(endpoint: OpenWhiskEndpoint) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _serve(self) -> None:
+            url = urllib.parse.urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            call = Recorded(self.command, url.path, dict(urllib.parse.parse_qsl(url.query)),
+                            {k.lower(): v for k, v in self.headers.items()},
+                            json.loads(raw) if raw else None)
+            endpoint.calls.append(call)
+            status, answer = endpoint.handle(call)
+            body = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_PUT = do_POST = do_GET = _serve
+
+    return Handler
