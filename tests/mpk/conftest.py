@@ -1,77 +1,31 @@
 """Fixtures of the MPK tier: the cpython-mpk runtime, and probe runs natively and in QEMU.
 
-The probes (probes.py) run under the cpython-mpk runtime, which has ``_faastlane``
-built in.  A missing runtime is a failure, never a skip: ``make test`` builds it first.
-For work on the C module before the runtime exists, FAASTLANE_TEST_PYTHON names another
-interpreter that can import ``_faastlane`` (see build_extension.py).
+Shared code lives in probe_runs.py (a module name no other test folder uses).
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-import time
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-
-from probe_protocol import ProbeResult, parse_results
-
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-RUNTIME = REPO / "cpython-mpk" / "build" / "bin" / "python3"
-HARNESS = HERE / "qemu" / "run-in-qemu.sh"
-PROBES = HERE / "probes.py"
-# Boot (~10 s), Python ~8x slower under TCG, and a loaded 2-core CI machine.
-QEMU_TIMEOUT_S = int(os.environ.get("FAASTLANE_QEMU_TIMEOUT", "1200"))
-HARNESS_SETUP_FAILED = 126
-
-
-@dataclass
-class ProbeRun:
-    """The results of one run of the probe table, with its wall time."""
-
-    results: dict[str, ProbeResult]
-    seconds: float
-    output: str
-
-    def __getitem__(self, name: str) -> ProbeResult:
-        if name not in self.results:
-            pytest.fail(f"probe {name} reported nothing; runner output:\n{self.output[-4000:]}")
-        return self.results[name]
-
-
-def runtime_python() -> str:
-    """Path of the interpreter the probes run on; fails loudly when it is missing."""
-    override = os.environ.get("FAASTLANE_TEST_PYTHON")
-    if override:
-        return override
-    if not RUNTIME.exists():
-        pytest.fail(
-            f"the cpython-mpk runtime is not built ({RUNTIME} is missing): run "
-            "`make -C cpython-mpk` (`make test` does it first), or set "
-            "FAASTLANE_TEST_PYTHON to an interpreter that can import _faastlane",
-            pytrace=False,
-        )
-    return str(RUNTIME)
+from probe_protocol import parse_results
+from probe_runs import (
+    HARNESS,
+    HARNESS_SETUP_FAILED,
+    HERE,
+    PROBES,
+    QEMU_TIMEOUT_S,
+    ProbeRun,
+    run_probes,
+    runtime_python,
+)
 
 
 @pytest.fixture(scope="session")
 def runtime() -> str:
     """The cpython-mpk interpreter (or the FAASTLANE_TEST_PYTHON override)."""
     return runtime_python()
-
-
-def run_probes(
-    command: list[str], timeout: float, env: dict[str, str] | None = None
-) -> tuple[subprocess.CompletedProcess[str], float]:
-    """Run ``command`` in tests/mpk, returning the finished process and its wall time."""
-    started = time.monotonic()
-    proc = subprocess.run(
-        command, cwd=HERE, capture_output=True, text=True, timeout=timeout, env=env
-    )
-    return proc, time.monotonic() - started
 
 
 @pytest.fixture(scope="session")
@@ -100,5 +54,7 @@ def qemu_probes(runtime: str) -> ProbeRun:
             f"failure, not a skip.\n{proc.stderr[-4000:]}",
             pytrace=False,
         )
-    assert proc.returncode == 0, f"probe runner failed inside QEMU (exit {proc.returncode}):\n{output[-6000:]}"
+    assert proc.returncode == 0, (
+        f"probe runner failed inside QEMU (exit {proc.returncode}):\n{output[-6000:]}"
+    )
     return ProbeRun(parse_results(proc.stdout), seconds, output)

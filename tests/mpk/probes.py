@@ -24,10 +24,10 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import _faastlane
-
 from probe_protocol import FAULT_PREFIX, ProbeResult, parse_fault_line
 
 Note = Callable[[str, Any], None]
@@ -108,8 +108,9 @@ def keys_off_setting_selects_no_keys_implementation(note: Note) -> None:
         "f.implementation(), d.key, hasattr(f, 'read_pkru')]))"
     )
     env = dict(os.environ, FAASTLANE_MPK="off")
-    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
+    ).stdout
     available, reason, implementation, key, has_read_pkru = json.loads(out)
     note("available", available)
     note("reason", reason)
@@ -146,6 +147,7 @@ def threads_in_two_domains_both_read_shared_memory(note: Note) -> None:
                 own = domain.alloc(64)
                 poke(own, name.encode())
                 seen[name + "_own"] = peek(own, len(name)).decode()
+
         return body
 
     in_thread(reader("a", a))
@@ -218,8 +220,10 @@ def gate_misuse_raises_and_leaves_domain_usable(note: Note) -> None:
         note("usable_after_misuse", peek(address, 2).decode())
     note("counters", _faastlane.counters())
     note("gate_error_is_domain_error", issubclass(_faastlane.GateError, _faastlane.DomainError))
-    note("limit_error_is_domain_error",
-         issubclass(_faastlane.DomainLimitError, _faastlane.DomainError))
+    note(
+        "limit_error_is_domain_error",
+        issubclass(_faastlane.DomainLimitError, _faastlane.DomainError),
+    )
 
 
 def exit_from_a_thread_that_did_not_enter_raises(note: Note) -> None:
@@ -541,8 +545,10 @@ def main(argv: list[str]) -> int:
     require_keys = "--require-keys" in argv
     names = [a for a in argv if not a.startswith("--")]
     if require_keys and not _faastlane.available():
-        print(f"probes: protection keys required but unavailable: "
-              f"{_faastlane.unavailable_reason()}", flush=True)
+        print(
+            f"probes: protection keys required but unavailable: {_faastlane.unavailable_reason()}",
+            flush=True,
+        )
         return 2
     table = COMMON + (WITH_KEYS if _faastlane.available() else [])
     if names:

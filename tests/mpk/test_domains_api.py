@@ -12,9 +12,8 @@ import subprocess
 import textwrap
 
 import pytest
-
-from conftest import REPO
 from faastlane.runtime import domains
+from probe_runs import REPO
 from test_domains_native import host_has_pku
 
 # A None entry in sys.modules makes ``import _faastlane`` raise ImportError.
@@ -51,11 +50,11 @@ def test_without_native_module_reports_why_and_refuses_domains(runtime: str) -> 
         s = d.status()
         try:
             d.keys_enabled("on"); on = None
-        except d.IsolationUnavailable as exc:
+        except d.IsolationUnavailableError as exc:
             on = str(exc)
         try:
             d.ProtectionDomain("f"); create = None
-        except d.IsolationUnavailable as exc:
+        except d.IsolationUnavailableError as exc:
             create = type(exc).__name__
         print(json.dumps({"available": s.available, "reason": s.reason,
                           "implementation": s.implementation, "auto": d.keys_enabled("auto"),
@@ -68,7 +67,7 @@ def test_without_native_module_reports_why_and_refuses_domains(runtime: str) -> 
     assert "_faastlane module is not built into this interpreter" in str(out["reason"])
     assert out["auto"] is False
     assert "FAASTLANE_MPK=on" in str(out["on"]) and "_faastlane" in str(out["on"])
-    assert out["create"] == "IsolationUnavailable"
+    assert out["create"] == "IsolationUnavailableError"
     assert out["current"] is None and out["counters"] == {} and out["gate_error"] is True
 
 
@@ -171,7 +170,7 @@ def test_keys_on_fails_closed_where_keys_are_missing(runtime: str) -> None:
         from faastlane.runtime import domains as d
         try:
             print(json.dumps({"enabled": d.keys_enabled("on")}))
-        except d.IsolationUnavailable as exc:
+        except d.IsolationUnavailableError as exc:
             print(json.dumps({"error": str(exc)}))
         """,
     )

@@ -11,9 +11,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import ProbeRun
-from pkru import CHECKED_PROLOGUE, JNE_REL8, RET, WRPKRU, is_checked_gate
+from pkru_spec import CHECKED_PROLOGUE, JNE_REL8, RET, WRPKRU, is_checked_gate
 from probe_protocol import SEGV_ACCERR, SIGSEGV
+from probe_runs import ProbeRun
 
 
 def host_has_pku() -> bool:
@@ -26,8 +26,7 @@ def host_has_pku() -> bool:
 
 def test_import_and_detection_never_raise_sigill(runtime: str) -> None:
     code = (
-        "import _faastlane as f; print(f.available(), f.implementation(), "
-        "hasattr(f, 'read_pkru'))"
+        "import _faastlane as f; print(f.available(), f.implementation(), hasattr(f, 'read_pkru'))"
     )
     proc = subprocess.run([runtime, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr  # -4 would be SIGILL

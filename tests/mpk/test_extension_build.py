@@ -27,7 +27,8 @@ def test_sources_build_with_warnings_as_errors_and_the_extension_works(tmp_path:
         with d:
             assert f.current_domain() is d
         d.destroy()
-        print(f.slot_of(address) == d.slot, f.counters()["enters"], f.__file__ == {str(extension)!r})
+        print(f.slot_of(address) == d.slot, f.counters()["enters"],
+              f.__file__ == {str(extension)!r})
         """
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -8,20 +8,22 @@ When QEMU cannot be set up the fixture fails loudly; nothing here is skipped.
 
 from __future__ import annotations
 
-from conftest import QEMU_TIMEOUT_S, ProbeRun
-from pkru import access_disabled, is_checked_gate, pkru_allowing
+from pkru_spec import access_disabled, is_checked_gate, pkru_allowing
 from probe_protocol import SEGV_ACCERR, SEGV_PKUERR, SIGSEGV, ProbeResult
+from probe_runs import QEMU_TIMEOUT_S, ProbeRun
 
 SECRET = "secret-of-domain-A"
 
 
-def assert_key_fault(r: ProbeResult, owner_key: int, stage: str) -> None:
-    """The child died of a protection-key fault on ``owner_key`` right at ``stage``."""
+def assert_key_fault(r: ProbeResult, owner_key: int, stage: str) -> dict[str, int]:
+    """The child died of a protection-key fault on ``owner_key`` right at ``stage``;
+    returns the fault reporter's fields."""
     assert r.signal == SIGSEGV, r.describe()
     assert r.notes.get(stage) is True, r.describe()
     assert r.fault is not None, r.describe()
     assert r.fault["code"] == SEGV_PKUERR, r.describe()
     assert r.fault["pkey"] == owner_key, r.describe()
+    return r.fault
 
 
 def test_keys_are_available_in_the_guest(qemu_probes: ProbeRun) -> None:
@@ -36,24 +38,24 @@ def test_keys_are_available_in_the_guest(qemu_probes: ProbeRun) -> None:
 
 def test_read_by_thread_in_other_domain_faults_with_owner_pkey(qemu_probes: ProbeRun) -> None:
     r = qemu_probes["read_by_thread_in_other_domain_faults_with_owner_pkey"]
-    assert_key_fault(r, r.notes["a_key"], "about_to_read")
+    fault = assert_key_fault(r, r.notes["a_key"], "about_to_read")
     assert "read" not in r.notes
-    assert r.fault["addr"] == r.notes["a_address"]
-    assert r.fault["thread_key"] == r.notes["b_key"] != r.notes["a_key"]
+    assert fault["addr"] == r.notes["a_address"]
+    assert fault["thread_key"] == r.notes["b_key"] != r.notes["a_key"]
 
 
 def test_write_by_thread_in_other_domain_faults_with_owner_pkey(qemu_probes: ProbeRun) -> None:
     r = qemu_probes["write_by_thread_in_other_domain_faults_with_owner_pkey"]
-    assert_key_fault(r, r.notes["a_key"], "about_to_write")
+    fault = assert_key_fault(r, r.notes["a_key"], "about_to_write")
     assert "wrote" not in r.notes
-    assert r.notes["a_address"] <= r.fault["addr"] < r.notes["a_address"] + 4096
-    assert r.fault["thread_key"] == r.notes["b_key"]
+    assert r.notes["a_address"] <= fault["addr"] < r.notes["a_address"] + 4096
+    assert fault["thread_key"] == r.notes["b_key"]
 
 
 def test_read_from_outside_every_domain_faults_with_owner_pkey(qemu_probes: ProbeRun) -> None:
     r = qemu_probes["read_from_outside_every_domain_faults_with_owner_pkey"]
-    assert_key_fault(r, r.notes["a_key"], "about_to_read")
-    assert r.fault["thread_slot"] == -1
+    fault = assert_key_fault(r, r.notes["a_key"], "about_to_read")
+    assert fault["thread_slot"] == -1
 
 
 def test_thread_started_outside_domains_cannot_read_domain_memory(qemu_probes: ProbeRun) -> None:
@@ -127,13 +129,13 @@ def test_fifteen_live_domains_hold_fifteen_distinct_keys(qemu_probes: ProbeRun) 
 
 def test_fault_reporter_restores_thread_pkru_on_signal_path(qemu_probes: ProbeRun) -> None:
     r = qemu_probes["fault_reporter_restores_thread_pkru_on_signal_path"]
-    assert_key_fault(r, r.notes["b_key"], "about_to_read")
+    fault = assert_key_fault(r, r.notes["b_key"], "about_to_read")
     a = r.notes["a_key"]
     # The handler starts with the kernel's default PKRU: no access to the domain ...
-    assert access_disabled(r.fault["pkru_at_entry"], a)
+    assert access_disabled(fault["pkru_at_entry"], a)
     # ... and the restore gives the interrupted thread's domain back.
-    assert r.fault["pkru_restored"] == pkru_allowing(a) == r.notes["a_pkru"]
-    assert r.fault["thread_key"] == a
+    assert fault["pkru_restored"] == pkru_allowing(a) == r.notes["a_pkru"]
+    assert fault["thread_key"] == a
 
 
 def test_gate_misuse_raises_with_keys(qemu_probes: ProbeRun) -> None:

@@ -8,7 +8,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from conftest import HARNESS, HARNESS_SETUP_FAILED, QEMU_TIMEOUT_S
+from probe_runs import HARNESS, HARNESS_SETUP_FAILED, QEMU_TIMEOUT_S
 
 # What the harness may still find when QEMU and apt-get are taken away.
 HIDDEN = {"qemu-system-x86_64", "apt-get", "apt-cache"}

@@ -31,7 +31,9 @@ _log = logging.getLogger("faastlane.isolation")
 
 _native: ModuleType | None
 try:
-    import _faastlane as _native
+    import _faastlane
+
+    _native = _faastlane
 except ImportError:
     _native = None
     _MISSING_REASON = (
@@ -41,26 +43,26 @@ except ImportError:
     )
 
 
-class IsolationUnavailable(RuntimeError):
+class IsolationUnavailableError(RuntimeError):
     """Protection-key isolation was required where it cannot be had."""
 
 
-# The native exceptions when the module exists; look-alikes otherwise, so that
-# ``except GateError`` works on every interpreter.
-if _native is not None:
-    DomainError: type[RuntimeError] = _native.DomainError
-    GateError: type[RuntimeError] = _native.GateError
-    DomainLimitError: type[RuntimeError] = _native.DomainLimitError
-else:
+def _error_class(name: str, base: type[RuntimeError], doc: str) -> type[RuntimeError]:
+    """The native exception ``name``, or a look-alike where ``_faastlane`` is missing,
+    so that ``except GateError`` works on every interpreter."""
+    if _native is not None:
+        native: type[RuntimeError] = getattr(_native, name)
+        return native
+    return type(name, (base,), {"__doc__": doc, "__module__": __name__})
 
-    class DomainError(RuntimeError):  # type: ignore[no-redef]
-        """A protection-domain operation was refused."""
 
-    class GateError(DomainError):  # type: ignore[no-redef]
-        """Gate misuse: nested enter, exit of a domain not entered, and the like."""
-
-    class DomainLimitError(DomainError):  # type: ignore[no-redef]
-        """No key or slot is left for another live domain."""
+DomainError = _error_class("DomainError", RuntimeError, "A domain operation was refused.")
+GateError = _error_class(
+    "GateError", DomainError, "Gate misuse: nested enter, exit of a domain not entered, ..."
+)
+DomainLimitError = _error_class(
+    "DomainLimitError", DomainError, "No key or slot is left for another live domain."
+)
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ _fallback_reported = False
 def keys_enabled(mode: str | None = None) -> bool:
     """Whether to isolate with protection keys under ``mode`` (default: the setting).
 
-    ``on`` raises :class:`IsolationUnavailable` naming what is missing; ``auto`` falls
+    ``on`` raises :class:`IsolationUnavailableError` naming what is missing; ``auto`` falls
     back and logs the reason once; ``off`` never uses keys.
     """
     global _fallback_reported
@@ -119,7 +121,7 @@ def keys_enabled(mode: str | None = None) -> bool:
     if current.available:
         return True
     if mode == "on":
-        raise IsolationUnavailable(
+        raise IsolationUnavailableError(
             f"MPK isolation required ({MODE_VARIABLE}=on) but unavailable: {current.reason}"
         )
     if not _fallback_reported:
@@ -132,7 +134,7 @@ class ProtectionDomain:
     """The protection domain of one function: a key and a slot, until :meth:`destroy`.
 
     Creating one raises :class:`DomainLimitError` when 15 are live, and
-    :class:`IsolationUnavailable` on an interpreter without ``_faastlane``.  Without
+    :class:`IsolationUnavailableError` on an interpreter without ``_faastlane``.  Without
     hardware keys (``status().implementation == "no-keys"``) the bookkeeping runs
     but nothing is enforced.
     """
@@ -142,7 +144,7 @@ class ProtectionDomain:
 
     def __init__(self, name: str) -> None:
         if _native is None:
-            raise IsolationUnavailable(_MISSING_REASON)
+            raise IsolationUnavailableError(_MISSING_REASON)
         self.name = name
         self._domain = _native.Domain()
         with self._registry_lock:

@@ -35,8 +35,18 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "gate_bench"
         subprocess.run(
-            ["gcc", "-O2", "-std=gnu11", "-I", str(MODULES), str(HERE / "gate_bench.c"),
-             *sources, "-o", str(exe), "-pthread"],
+            [
+                "gcc",
+                "-O2",
+                "-std=gnu11",
+                "-I",
+                str(MODULES),
+                str(HERE / "gate_bench.c"),
+                *sources,
+                "-o",
+                str(exe),
+                "-pthread",
+            ],
             check=True,
         )
         subprocess.run([str(exe)], check=True)
