@@ -1,0 +1,252 @@
+"""The healthcare example end to end, against local AWS endpoints.
+
+The workflow runs through the real CLI (``python -m faastlane run``) with the
+configuration ``examples/local-aws/start`` prints: boto3 in the functions reaches
+``moto_server`` for DynamoDB and the Comprehend Medical stand-in for ``DetectPHI``.
+
+Expectations are written by hand from ``input.json``: ``expected-phi.json`` lists every
+PHI span a reader finds in each note, ``expected.json`` the report with the masked notes.
+Besides the workflow's output, the tests read what landed in DynamoDB.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from .local_aws import LocalAws, aws, local_aws, run_example  # noqa: F401  (fixtures)
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "examples" / "healthcare"
+INPUT = APP / "input.json"
+STORED_CONSENTS = {"full", "store-only"}
+SHARED_CONSENTS = {"full", "research-only"}
+
+
+def _read(name: str) -> Any:
+    return json.loads((APP / name).read_text(encoding="utf-8"))
+
+
+RECORDS = {r["record_id"]: r for r in _read("input.json")["records"]}
+PHI: dict[str, list[dict[str, str]]] = _read("expected-phi.json")
+ALL_PHI_TEXTS = sorted({e["Text"] for spans in PHI.values() for e in spans}, key=len)
+
+
+def _located(note: str, spans: list[dict[str, str]]) -> list[tuple[str, str, int, int]]:
+    """(type, text, begin, end) of each expected span, found left to right in the note."""
+    located, position = [], 0
+    for span in spans:
+        begin = note.index(span["Text"], position)
+        located.append((span["Type"], span["Text"], begin, begin + len(span["Text"])))
+        position = begin + len(span["Text"])
+    return located
+
+
+def _run_ok(aws: LocalAws, *args: str, **env: str | None) -> Any:
+    done = run_example("healthcare", "--input-file", str(INPUT), *args,
+                       env=aws.environment(**env))
+    assert done.returncode == 0, f"faastlane run failed:\n{done.stdout}\n{done.stderr}"
+    return json.loads(done.stdout)
+
+
+# --- the workflow, run by the CLI ---------------------------------------------------------
+
+@pytest.mark.parametrize("isolation", ["none", "process"])
+def test_report_and_protected_table_match_the_hand_derived_expectations(
+        aws: LocalAws, isolation: str) -> None:
+    report = _run_ok(aws, "--isolation", isolation)
+    assert report == _read("expected.json")
+
+    items = aws.items(aws.exports["HEALTHCARE_TABLE"])
+    consented = {rid for rid, r in RECORDS.items() if r["consent"] in STORED_CONSENTS}
+    assert set(items) == consented == {"r-001", "r-002", "r-005"}
+    for record_id, item in items.items():
+        note = RECORDS[record_id]["note"]
+        expected = _located(note, PHI[record_id])
+        assert item["consent"] == RECORDS[record_id]["consent"]
+        assert [(p["type"], p["text"], p["begin"], p["end"]) for p in item["phi"]] == expected
+        assert [p["index"] for p in item["phi"]] == list(range(len(expected)))
+        assert all(0.5 <= p["score"] <= 1 for p in item["phi"])
+        # The stripped note is the note with each span replaced by its reference.
+        stripped, position = [], 0
+        for index, (type_, _, begin, end) in enumerate(expected):
+            stripped += [note[position:begin], f"[{type_}#{index}]"]
+            position = end
+        assert item["stripped_note"] == "".join(stripped) + note[position:]
+
+
+def test_analytics_only_ever_holds_masked_notes(aws: LocalAws) -> None:
+    """Analytics hands on every field of every record it receives (its data set).
+
+    So its output is a complete view of its input: four records, each with only the
+    masked note and counts, and no PHI of any patient anywhere in it.
+    """
+    report = _run_ok(aws, "--isolation", "process")
+    analytics = report["analytics"]
+    shared = [rid for rid, r in RECORDS.items() if r["consent"] in SHARED_CONSENTS]
+    assert [r["record_id"] for r in analytics["dataset"]] == shared
+    assert analytics["records_analysed"] == len(shared)
+    for record in analytics["dataset"]:
+        assert set(record) == {"record_id", "note", "masked", "conditions", "medications"}
+    seen = json.dumps(analytics)
+    leaked = [text for text in ALL_PHI_TEXTS if text in seen]
+    assert leaked == []
+    # Masking removed exactly the spans found, one placeholder per span.
+    for record in analytics["dataset"]:
+        spans = PHI[record["record_id"]]
+        assert sum(record["masked"].values()) == len(spans)
+        assert record["note"].count("[") == len(spans)
+
+
+def test_untrusted_analytics_runs_in_its_own_process_by_default(aws: LocalAws) -> None:
+    done = run_example("healthcare", "--input-file", str(INPUT), "--trace",
+                       env=aws.environment())
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    header = next(line for line in lines if line.get("trace") == "faastlane")
+    assert header["isolation"] == "process"  # faastlane.json marks Analytics untrusted
+    calls = [line for line in lines if line.get("type") == "Function"]
+    analytics = [c for c in calls if c["function"] == "Analytics"]
+    assert len(analytics) == 1 and analytics[0]["placement"] == "process"
+    phi_pids = {c["pid"] for c in calls if c["function"] != "Analytics"}
+    assert analytics[0]["pid"] not in phi_pids
+    assert len([c for c in calls if c["function"] == "PHIIdentifier"]) == len(RECORDS)
+
+
+def test_unset_table_fails_the_execution_and_stores_nothing(aws: LocalAws) -> None:
+    done = run_example("healthcare", "--input-file", str(INPUT), "--isolation", "none",
+                       env=aws.environment(HEALTHCARE_TABLE=None))
+    assert done.returncode == 1, done.stdout + done.stderr
+    failure = json.loads(done.stdout)
+    assert failure["Error"] == "RuntimeError"
+    assert "HEALTHCARE_TABLE" in failure["Cause"]
+    assert aws.items(aws.exports["HEALTHCARE_TABLE"]) == {}
+
+
+def test_phi_detection_really_goes_to_the_configured_endpoint(aws: LocalAws) -> None:
+    closed = "http://127.0.0.1:9"  # discard port: nothing listens
+    done = run_example("healthcare", "--input-file", str(INPUT), "--isolation", "none",
+                       env=aws.environment(AWS_ENDPOINT_URL_COMPREHENDMEDICAL=closed,
+                                           AWS_MAX_ATTEMPTS="1"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert json.loads(done.stdout)["Error"] == "EndpointConnectionError"
+    assert aws.items(aws.exports["HEALTHCARE_TABLE"]) == {}
+
+
+# --- the functions and the stand-in on their own ---------------------------------------------
+
+def _function(name: str, aws: LocalAws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """Import a handler module as Lambda would, with the local endpoints configured."""
+    wanted = {k: v for k, v in aws.environment().items() if k.startswith("AWS_")}
+    for key in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(key)
+    for key, value in wanted.items():
+        monkeypatch.setenv(key, value)
+    spec = importlib.util.spec_from_file_location(f"healthcare_{name}",
+                                                  APP / "functions" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_notes_longer_than_one_request_are_split_without_losing_offsets(
+        aws: LocalAws, monkeypatch: pytest.MonkeyPatch) -> None:
+    identifier = _function("PHIIdentifier", aws, monkeypatch)
+    filler = "Vitals stable overnight, no new complaints. " * 500  # 22,000 characters
+    note = f"Seen by Dr. Alan Whitfield. {filler}Call 555-867-5309 on 03/05/2024."
+    assert len(note) > identifier.MAX_TEXT
+    found = identifier.handler({"text": note}, None)["entities"]
+    assert [(e["Type"], e["Text"]) for e in found] == [
+        ("NAME", "Alan Whitfield"), ("PHONE_OR_FAX", "555-867-5309"), ("DATE", "03/05/2024")]
+    for entity in found:
+        assert note[entity["BeginOffset"]:entity["EndOffset"]] == entity["Text"]
+
+
+def test_stand_in_enforces_the_service_limits_through_boto3(aws: LocalAws) -> None:
+    client = aws.client("comprehendmedical")
+    with pytest.raises(client.exceptions.TextSizeLimitExceededException):
+        client.detect_phi(Text="x" * 20_001)
+    answer = client.detect_phi(Text="Blood pressure 118/76, BMI 23.4, A1c 7.9%.")
+    assert answer["Entities"] == []
+    assert answer["ModelVersion"]
+
+
+def _post(url: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_stand_in_speaks_the_json_protocol_and_rejects_what_the_service_rejects(
+        aws: LocalAws) -> None:
+    url = aws.exports["AWS_ENDPOINT_URL_COMPREHENDMEDICAL"] + "/"
+    signed = {"Content-Type": "application/x-amz-json-1.1",
+              "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20240327/us-east-1/"
+                               "comprehendmedical/aws4_request, SignedHeaders=host, "
+                               "Signature=0"}
+    detect = {**signed, "X-Amz-Target": "ComprehendMedical_20181030.DetectPHI"}
+    text = "Mrs. Rosa Diaz, 555-867-5309"
+    status, body = _post(url, detect, json.dumps({"Text": text}).encode())
+    assert status == 200
+    assert [(e["Id"], e["Type"], e["Text"], e["Category"], e["Traits"])
+            for e in body["Entities"]] == [
+        (0, "NAME", "Rosa Diaz", "PROTECTED_HEALTH_INFORMATION", []),
+        (1, "PHONE_OR_FAX", "555-867-5309", "PROTECTED_HEALTH_INFORMATION", [])]
+    assert body["Entities"][0]["BeginOffset"] == text.index("Rosa")
+    unsigned = {k: v for k, v in detect.items() if k != "Authorization"}
+    assert _post(url, unsigned, b'{"Text": "x"}')[0] == 403
+    status, body = _post(url, {**signed, "X-Amz-Target": "ComprehendMedical_20181030.InferRxNorm"},
+                         b'{"Text": "x"}')
+    assert (status, body["__type"]) == (400, "UnknownOperationException")
+    status, body = _post(url, detect, b'{"Text": ""}')
+    assert (status, body["__type"]) == (400, "InvalidRequestException")
+    status, body = _post(url, detect, b'{"Text": "\xff"}')
+    assert (status, body["__type"]) == (400, "InvalidEncodingException")
+
+
+# --- the app's shape ---------------------------------------------------------------------
+
+def test_expected_phi_is_what_the_expected_masked_notes_hide() -> None:
+    """The two hand-written files agree: masking each listed span gives the expected note."""
+    dataset = {r["record_id"]: r for r in _read("expected.json")["analytics"]["dataset"]}
+    for record_id, record in dataset.items():
+        note = RECORDS[record_id]["note"]
+        masked, position = [], 0
+        for type_, _, begin, end in _located(note, PHI[record_id]):
+            masked += [note[position:begin], f"[{type_}]"]
+            position = end
+        assert record["note"] == "".join(masked) + note[position:]
+
+
+def test_functions_are_plain_lambda_handlers() -> None:
+    import ast
+
+    settings = _read("faastlane.json")
+    sources = sorted((APP / "functions").glob("*.py"))
+    assert {p.stem for p in sources} == {"PHIIdentifier", "StoreProtected", "AnonRecord",
+                                         "Analytics"}
+    for source in sources:
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                    if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom) and node.module}
+        assert imported <= set(sys.stdlib_module_names) | {"boto3"}, (source, imported)
+        assert "endpoint_url" not in source.read_text(encoding="utf-8")
+        handlers = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "handler"]
+        assert [[a.arg for a in h.args.args] for h in handlers] == [["event", "context"]]
+    assert settings["untrusted"] == ["Analytics"]
+    assert "Analytics" not in settings["sensitive"]
