@@ -536,6 +536,16 @@ faastlane_install_fault_reporter(PyObject *module, PyObject *arg)
 }
 
 static PyObject *
+faastlane_restore_thread_pkru(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    uint32_t value = _PyMPK_RestoreThreadPKRU();
+    if (!_PyMPK_KeysAvailable()) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromUnsignedLong(value);
+}
+
+static PyObject *
 faastlane_gate_code(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     size_t size;
@@ -581,6 +591,11 @@ static PyMethodDef faastlane_methods[] = {
      "'faastlane-fault:' line (signo, code, addr, pkey, owner and thread "
      "domains, PKRU at handler entry and after restore) to fd, then chain "
      "to the previous handler or die of the signal."},
+    {"restore_thread_pkru", faastlane_restore_thread_pkru, METH_NOARGS,
+     "restore_thread_pkru()\n--\n\nRewrite this thread's PKRU from its domain "
+     "state (the shared value outside domains) through the checked gate; "
+     "returns the value, or None without keys.  A thread started inside a "
+     "domain inherits its creator's PKRU: calling this first drops it."},
     {"gate_code", faastlane_gate_code, METH_NOARGS,
      "gate_code()\n--\n\nThe machine code of the checked WRPKRU gate."},
     {NULL, NULL, 0, NULL},

@@ -99,6 +99,7 @@ def detection_reports_availability_and_reason(note: Note) -> None:
     note("reason", _faastlane.unavailable_reason())
     note("implementation", _faastlane.implementation())
     note("has_read_pkru", hasattr(_faastlane, "read_pkru"))
+    note("restore_thread_pkru", _faastlane.restore_thread_pkru())
 
 
 def keys_off_setting_selects_no_keys_implementation(note: Note) -> None:
@@ -434,6 +435,24 @@ def exited_thread_keeps_no_access_to_recycled_key(note: Note) -> None:
     note("read", peek(address, len(SECRET)).decode())
 
 
+def thread_started_inside_domain_inherits_access_until_restored(note: Note) -> None:
+    a, address = domain_with_secret(note, "a")
+    seen: dict[str, object] = {}
+
+    def child() -> None:  # started while its creator is inside a
+        seen["inherited_read"] = peek(address, len(SECRET)).decode()
+        seen["current_domain"] = _faastlane.current_domain()
+        seen["restored"] = _faastlane.restore_thread_pkru()
+        note("inherited_read", seen["inherited_read"])
+        note("current_domain_is_none", seen["current_domain"] is None)
+        note("restored", seen["restored"])
+        note("about_to_read", True)
+        note("read", peek(address, len(SECRET)).decode())
+
+    with a:
+        in_thread(child)
+
+
 def fault_reporter_restores_thread_pkru_on_signal_path(note: Note) -> None:
     a = _faastlane.Domain()
     _, address = domain_with_secret(note, "b")
@@ -474,6 +493,7 @@ WITH_KEYS: list[Probe] = [
     thread_started_outside_domains_cannot_read_domain_memory,
     pkru_inside_domain_grants_key_zero_and_own_key_only,
     exited_thread_keeps_no_access_to_recycled_key,
+    thread_started_inside_domain_inherits_access_until_restored,
     fault_reporter_restores_thread_pkru_on_signal_path,
 ]
 

@@ -42,6 +42,7 @@ def test_unavailable_reason_names_what_is_missing(native_probes: ProbeRun) -> No
     assert notes["available"] is False
     assert notes["implementation"] == "no-keys"
     assert notes["has_read_pkru"] is False
+    assert notes["restore_thread_pkru"] is None  # and no SIGILL getting there
     assert "protection keys" in notes["reason"] and "pku" in notes["reason"]
 
 

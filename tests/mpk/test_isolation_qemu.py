@@ -33,6 +33,7 @@ def test_keys_are_available_in_the_guest(qemu_probes: ProbeRun) -> None:
         "reason": None,
         "implementation": "keys",
         "has_read_pkru": True,
+        "restore_thread_pkru": pkru_allowing(),  # outside domains: key 0 only
     }
 
 
@@ -108,6 +109,20 @@ def test_exited_thread_keeps_no_access_to_recycled_key(qemu_probes: ProbeRun) ->
     r = qemu_probes["exited_thread_keeps_no_access_to_recycled_key"]
     assert r.notes["second_key"] == r.notes["first_key"], r.describe()
     assert_key_fault(r, r.notes["second_key"], "about_to_read")
+
+
+def test_thread_started_inside_domain_inherits_access_until_restored(
+    qemu_probes: ProbeRun,
+) -> None:
+    """The kernel copies PKRU into new threads: a thread started inside a domain can
+    read it without being counted in it (a known hazard, see MODULE.md) until it
+    restores its own, shared-only PKRU."""
+    r = qemu_probes["thread_started_inside_domain_inherits_access_until_restored"]
+    assert r.notes["inherited_read"] == SECRET, r.describe()
+    assert r.notes["current_domain_is_none"] is True
+    assert r.notes["restored"] == pkru_allowing()
+    assert_key_fault(r, r.notes["a_key"], "about_to_read")
+    assert "read" not in r.notes
 
 
 def test_two_hundred_domains_created_and_destroyed_recycle_keys(qemu_probes: ProbeRun) -> None:
