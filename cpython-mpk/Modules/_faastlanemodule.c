@@ -20,6 +20,7 @@ typedef struct {
     PyObject_HEAD
     _PyMPK_Handle handle;
     int alive;
+    int registered;     /* slot_objects holds a reference to this object */
 } DomainObject;
 
 static PyTypeObject Domain_Type;
@@ -118,7 +119,10 @@ Domain_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     self->handle = handle;
     self->alive = 1;
+    /* The slot's previous owner may not have cleared its entry yet (its
+     * destroy released the GIL): it drops its own reference, see below. */
     Py_INCREF(self);
+    self->registered = 1;
     slot_objects[handle.slot] = self;
     return (PyObject *)self;
 }
@@ -183,7 +187,10 @@ Domain_destroy(DomainObject *self, PyObject *Py_UNUSED(ignored))
     self->alive = 0;
     if (slot_objects[self->handle.slot] == self) {
         slot_objects[self->handle.slot] = NULL;
-        Py_DECREF(self);
+    }
+    if (self->registered) {
+        self->registered = 0;
+        Py_DECREF(self);    /* the table's reference; the caller holds another */
     }
     Py_RETURN_NONE;
 }

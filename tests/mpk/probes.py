@@ -338,6 +338,14 @@ def forked_child_can_destroy_domain_entered_by_another_thread(note: Note) -> Non
     thread.join()
 
 
+def destroyed_domain_objects_are_released(note: Note) -> None:
+    domain = _faastlane.Domain()
+    live_refs = sys.getrefcount(domain)
+    domain.destroy()
+    note("references_dropped_by_destroy", live_refs - sys.getrefcount(domain))
+    note("live_domains", len(_faastlane.live_domains()))
+
+
 def counters_count_every_gate_crossing(note: Note) -> None:
     before = _faastlane.counters()
     domain = _faastlane.Domain()
@@ -482,6 +490,7 @@ COMMON: list[Probe] = [
     destroyed_domain_slot_faults_on_access,
     recycled_slot_and_key_read_zero_not_previous_secret,
     forked_child_can_destroy_domain_entered_by_another_thread,
+    destroyed_domain_objects_are_released,
     counters_count_every_gate_crossing,
     gate_code_is_one_checked_wrpkru_sequence,
 ]

@@ -171,6 +171,13 @@ def test_forked_child_can_destroy_domain_entered_by_another_thread(native_probes
     assert r.notes == {"child_destroy_status": 0, "parent_still_entered": 1}
 
 
+def test_destroyed_domain_objects_are_released(native_probes: ProbeRun) -> None:
+    """The module keeps a live domain alive, and lets go of it at destroy()."""
+    r = native_probes["destroyed_domain_objects_are_released"]
+    assert r.exit_code == 0, r.describe()
+    assert r.notes == {"references_dropped_by_destroy": 1, "live_domains": 0}
+
+
 def test_counters_count_every_gate_crossing(native_probes: ProbeRun) -> None:
     r = native_probes["counters_count_every_gate_crossing"]
     assert r.exit_code == 0, r.describe()
