@@ -8,6 +8,9 @@ EXAMPLES = [
     "Pillow>=10",
     "scikit-learn>=1.5",
     "vaderSentiment>=3.3",
+    # Not imported by any function: the local DynamoDB/SNS/SQS endpoint that
+    # examples/local-aws/start runs for the healthcare and sentiment examples.
+    "moto[server]>=5.1",
 ]
 
 setup(
