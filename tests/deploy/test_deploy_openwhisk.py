@@ -1,0 +1,130 @@
+"""``faastlane deploy/invoke --target openwhisk`` against a local stand-in controller
+(openwhisk_endpoint.py: records the REST calls, runs actions in real action containers)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from deploy_apps import FINRA, expected_small_output, faastlane
+from deploy_servers import ActionServer
+from openwhisk_endpoint import OpenWhiskEndpoint
+
+AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"
+
+
+@pytest.fixture
+def controller(action_servers: Callable[[], ActionServer]) -> Iterator[OpenWhiskEndpoint]:
+    endpoint = OpenWhiskEndpoint(AUTH, action_servers)
+    yield endpoint
+    endpoint.close()
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """No ~/.wskprops or __OW_* from the machine running the tests."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("__OW_")}
+    env["WSK_CONFIG_FILE"] = str(tmp_path / "no-wskprops")
+    return {**env, **extra}
+
+
+def test_deploy_puts_the_action_and_invoke_runs_it(controller: OpenWhiskEndpoint,
+                                                   small_app: Path, tmp_path: Path):
+    env = clean_env(tmp_path)
+    deployed = faastlane("deploy", str(small_app), "--target", "openwhisk", "--apihost",
+                         controller.url, "--auth", AUTH, "--name", "small", env=env)
+    assert deployed.code == 0, deployed.stderr
+    put, = controller.calls
+    assert (put.method, put.path, put.query) == \
+        ("PUT", "/api/v1/namespaces/_/actions/small", {"overwrite": "true"})
+    exec_ = put.body["exec"]
+    assert (exec_["kind"], exec_["binary"], exec_["main"]) == ("python:3.11", True, "main")
+    packaged = tmp_path / "small.zip"
+    assert faastlane("package", str(small_app), "--target", "openwhisk", "-o",
+                     str(packaged)).code == 0
+    assert base64.b64decode(exec_["code"]) == packaged.read_bytes()  # deterministic zip
+
+    for calls in (1, 2):
+        invoked = faastlane("invoke", "small", "--target", "openwhisk", "--apihost",
+                            controller.url, "--auth", AUTH, "--input",
+                            '{"name": "ada lovelace"}', env=env)
+        assert invoked.code == 0, invoked.stderr
+        result = invoked.json
+        assert result["shout"].pop("activation")  # the controller's activation id
+        assert result == dict(expected_small_output("ada lovelace", calls),
+                              shout={"text": "Ada Lovelace!", "calls": calls})
+    post = controller.calls[-1]
+    assert post.query == {"blocking": "true", "result": "true"}
+    assert post.body == {"name": "ada lovelace"}
+
+    failed = faastlane("invoke", "small", "--target", "openwhisk", "--apihost", controller.url,
+                       "--auth", AUTH, "--input", '{"name": "x", "fail": "yes"}', env=env)
+    assert failed.code == 1
+    assert failed.json["error"]["Error"] == "ValueError"
+
+
+def test_finra_deploys_and_runs_with_wskprops(controller: OpenWhiskEndpoint, tmp_path: Path):
+    props = tmp_path / "wskprops"
+    props.write_text(f"APIHOST={controller.url}\nAUTH={AUTH}\nNAMESPACE=guest\n")
+    env = clean_env(tmp_path, WSK_CONFIG_FILE=str(props))
+    assert faastlane("deploy", str(FINRA), "--target", "openwhisk", env=env).code == 0
+    assert controller.calls[0].path == "/api/v1/namespaces/guest/actions/finra"
+    invoked = faastlane("invoke", "finra", "--target", "openwhisk", "--input-file",
+                        str(FINRA / "input.json"), env=env)
+    assert invoked.code == 0, invoked.stderr
+    assert invoked.json == json.loads((FINRA / "expected.json").read_text())
+
+
+def test_docker_deploy_names_the_image(controller: OpenWhiskEndpoint, small_app: Path,
+                                       tmp_path: Path):
+    done = faastlane("deploy", str(small_app), "--target", "openwhisk", "--apihost",
+                     controller.url, "--auth", AUTH, "--docker", "faastlane/runtime:latest",
+                     "--memory", "512", "--timeout", "120", env=clean_env(tmp_path))
+    assert done.code == 0, done.stderr
+    body = controller.calls[0].body
+    assert body["exec"]["kind"] == "blackbox"
+    assert body["exec"]["image"] == "faastlane/runtime:latest"
+    assert body["limits"] == {"memory": 512, "timeout": 120_000}
+
+
+def test_missing_api_host_or_key_is_one_line_and_sends_nothing(
+        controller: OpenWhiskEndpoint, small_app: Path, tmp_path: Path):
+    env = clean_env(tmp_path)
+    no_host = faastlane("deploy", str(small_app), "--target", "openwhisk", "--auth", AUTH,
+                        env=env)
+    assert no_host.code == 2
+    assert no_host.stderr.startswith("faastlane: error: no OpenWhisk API host: give it with")
+    assert len(no_host.stderr.strip().splitlines()) == 1
+    no_key = faastlane("invoke", "small", "--target", "openwhisk", "--apihost", controller.url,
+                       env=env)
+    assert no_key.code == 2 and "no OpenWhisk credentials" in no_key.stderr
+    assert controller.calls == []
+
+
+def test_an_api_error_reports_status_and_message(controller: OpenWhiskEndpoint,
+                                                 small_app: Path, tmp_path: Path):
+    env = clean_env(tmp_path)
+    wrong = faastlane("deploy", str(small_app), "--target", "openwhisk", "--apihost",
+                      controller.url, "--auth", "someone:wrong", env=env)
+    assert wrong.code == 1
+    assert wrong.stderr.strip().splitlines()[-1] == ("faastlane: error: OpenWhisk PUT action small: 401: "
+                                    "The supplied authentication is invalid")
+    missing = faastlane("invoke", "nothing-here", "--target", "openwhisk", "--apihost",
+                        controller.url, "--auth", AUTH, env=env)
+    assert missing.stderr.strip() == ("faastlane: error: OpenWhisk invoke nothing-here: 404: "
+                                      "The requested resource does not exist.")
+
+
+def test_a_payload_over_1_mb_is_refused_before_upload(controller: OpenWhiskEndpoint,
+                                                      tmp_path: Path):
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"blob": "x" * (1024 * 1024)}))
+    done = faastlane("invoke", "small", "--target", "openwhisk", "--apihost", controller.url,
+                     "--auth", AUTH, "--input-file", str(big), env=clean_env(tmp_path))
+    assert done.code == 2
+    assert "over OpenWhisk's limit for an invocation's parameters of 1 MB" in done.stderr
+    assert controller.calls == []
