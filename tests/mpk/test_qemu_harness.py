@@ -36,6 +36,30 @@ def test_concurrent_runs_return_their_own_output_and_exit_status() -> None:
         assert f"out-{other}" not in proc.stdout
 
 
+def test_cpu_with_pku_but_keys_disabled_by_the_kernel_is_detected_without_sigill(
+    runtime: str,
+) -> None:
+    """Booted with ``nopku`` the CPU still has PKU but the OS leaves CR4.PKE clear, so
+    RDPKRU/WRPKRU would be SIGILL: detection must stop at the OSPKE bit."""
+    code = (
+        "import _faastlane as f; d = f.Domain(); d.enter(); d.exit(); d.destroy(); "
+        "print('RESULT', f.available(), hasattr(f, 'read_pkru'), f.unavailable_reason())"
+    )
+    env = dict(os.environ, QEMU_SMP="1", QEMU_APPEND="nopku", QEMU_TIMEOUT=str(QEMU_TIMEOUT_S))
+    proc = subprocess.run(
+        [str(HARNESS), "/", runtime, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=QEMU_TIMEOUT_S + 60,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # 132 would be SIGILL
+    result = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert result == [
+        "RESULT False False the kernel did not enable protection keys (CPUID.7.0:ECX.OSPKE clear)"
+    ], proc.stdout
+
+
 def test_without_qemu_or_apt_the_harness_fails_loudly(tmp_path: Path) -> None:
     # A PATH with every tool of this machine except QEMU and apt.
     bin_dir = tmp_path / "bin"

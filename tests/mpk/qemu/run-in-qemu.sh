@@ -15,6 +15,8 @@
 #                     per-run job folders live in $FAASTLANE_CACHE/qemu, outside the checkout
 #   QEMU_TIMEOUT      seconds before the guest is killed (default 900)
 #   QEMU_SMP, QEMU_MEM  guest CPUs (default 2) and memory (default 2G)
+#   QEMU_APPEND       extra kernel command-line words (e.g. "nopku")
+#   QEMU_KEEP_JOB     when set, keep the run's job folder (job.sh, serial.log) for debugging
 #   QEMU_PASS_ENV     extra variable names to export into the guest; PYTHONPATH,
 #                     PYTHONDONTWRITEBYTECODE and every FAASTLANE_* variable always pass
 #
@@ -153,7 +155,7 @@ log=$job/serial.log
 timeout "${QEMU_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -cpu max \
   -smp "${QEMU_SMP:-2}" -m "${QEMU_MEM:-2G}" -nographic -no-reboot \
   -kernel "$vmlinuz" -initrd "$initrd" \
-  -append "console=ttyS0 panic=-1 quiet loglevel=1 faastlane.job=$job/job.sh" \
+  -append "console=ttyS0 panic=-1 quiet loglevel=1 ${QEMU_APPEND:-} faastlane.job=$job/job.sh" \
   -fsdev local,id=h,path=/,security_model=passthrough,multidevs=remap \
   -device virtio-9p-pci,fsdev=h,mount_tag=host >"$log" 2>&1 || true
 
