@@ -347,24 +347,30 @@ stage() {
     return 0
 }
 
-# Run a long command with its output in $LOG, printing a heartbeat so a CI log
-# shows progress; on failure show the end of the log.
-CHILD=""
+# Run a long command with its output in $LOG, with a heartbeat every 30 s so
+# a CI log shows progress; on failure show the end of the log.
+CHILD="" BEAT=""
 run_logged() {
-    local what=$1 t0 status=0 beat=0
+    local what=$1 t0 status=0
     shift
     t0=$(now)
     printf '\n$ %s\n' "$*" >>"$LOG"
     "$@" >>"$LOG" 2>&1 &
     CHILD=$!
-    while kill -0 "$CHILD" 2>/dev/null; do
-        sleep 1
-        if (( ++beat % 30 == 0 )); then
+    # The sleep must not outlive the heartbeat: it would hold our stdout open.
+    (
+        trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+        while :; do
+            sleep 30 >/dev/null 2>&1 & nap=$!
+            wait "$nap"
             note "    $what: still running ($(elapsed "$t0")s, $(wc -l <"$LOG") log lines)"
-        fi
-    done
+        done
+    ) &
+    BEAT=$!
     wait "$CHILD" || status=$?
-    CHILD=""
+    kill "$BEAT" 2>/dev/null || true
+    wait "$BEAT" 2>/dev/null || true
+    CHILD="" BEAT=""
     if [[ $status -ne 0 ]]; then
         tail -n 40 "$LOG" | sed 's/^/  | /' >&2
         die "$what failed (exit $status); full log: $LOG"
@@ -374,7 +380,8 @@ run_logged() {
 WORK=""
 BUILD_OK=no
 cleanup() {
-    [[ -n $CHILD ]] && kill "$CHILD" 2>/dev/null
+    [[ -z $CHILD ]] || kill "$CHILD" 2>/dev/null || true
+    [[ -z $BEAT ]] || kill "$BEAT" 2>/dev/null || true
     if [[ -n $WORK && -d $WORK ]]; then
         if [[ $OPT_KEEP_WORK == yes ]]; then
             note "build tree kept: $WORK"
