@@ -28,9 +28,13 @@ setup(
         # What the example applications' functions import (they run unmodified, as on
         # Lambda, where these would come from the deployment package or a layer).
         "examples": EXAMPLES,
+        # `faastlane deploy --target lambda` talks to AWS through boto3.
+        "deploy": ["boto3>=1.34"],
         "test": [
             "pytest>=8",
             "moto[stepfunctions,awslambda,server]>=5.1",
+            # The real Lambda Runtime API client, driving packaged functions in tests.
+            "awslambdaric>=3",
             *EXAMPLES,
         ],
     },

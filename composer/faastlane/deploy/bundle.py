@@ -112,6 +112,8 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
         library = os.path.join(scratch, "library")
         os.makedirs(library)
         shutil.move(os.path.join(action, RUNTIME_PACKAGE), library)
+        # Checked before compressing anything: zipping 250 MB only to refuse it is slow.
+        limits.LAMBDA_UNZIPPED.check(_tree_size(action), f"{composition.app.name}'s function")
         function = write_zip(os.path.join(out_dir, "function.zip"), [(action, "")])
         trees = [(library, "python/")]
         vendored = vendor(requirement_files(composition.app.root), version)
@@ -130,6 +132,11 @@ def check_lambda_limits(package: LambdaPackage) -> None:
         limits.LAMBDA_ZIP.check(archive.size, archive.path)
     unzipped = sum(a.unzipped_size for a in (package.function, *package.layers()))
     limits.LAMBDA_UNZIPPED.check(unzipped, f"{package.name} with its layers")
+
+
+def _tree_size(folder: str) -> int:
+    return sum(os.path.getsize(os.path.join(directory, name))
+               for directory, _, names in os.walk(folder) for name in names)
 
 
 def _python_prefix(given: str | None) -> str:

@@ -1,0 +1,94 @@
+"""``faastlane package``: what goes into each platform's zips, and what is refused."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from deploy_apps import FINRA, faastlane, write_small_app
+
+
+def names(path: Path) -> set[str]:
+    with zipfile.ZipFile(path) as archive:
+        return set(archive.namelist())
+
+
+def test_openwhisk_zip_holds_the_action_and_vendored_packages(small_app: Path, tmp_path: Path):
+    out = tmp_path / "action.zip"
+    done = faastlane("package", str(small_app), "--target", "openwhisk", "-o", str(out))
+    assert done.code == 0, done.stderr
+    assert "wsk action create small" in done.stdout and "--kind python:3.11" in done.stdout
+    inside = names(out)
+    assert {"__main__.py", "orchestrator.py", "plan.json", "workflow.json",
+            "faastlane_runtime/platforms.py", "functions/check.py", "inflection/__init__.py"} \
+        <= inside
+    assert not any("__pycache__" in name for name in inside)
+    again = tmp_path / "again.zip"
+    assert faastlane("package", str(small_app), "--target", "openwhisk", "-o",
+                     str(again)).code == 0
+    assert again.read_bytes() == out.read_bytes()  # deterministic
+
+
+def test_lambda_function_zip_and_layer(tmp_path: Path):
+    done = faastlane("package", str(FINRA), "--target", "lambda", "-o", str(tmp_path))
+    assert done.code == 0, done.stderr
+    function, layer = names(tmp_path / "function.zip"), names(tmp_path / "layer.zip")
+    assert {"lambda_function.py", "orchestrator.py", "plan.json",
+            "functions/RunAuditRule.py"} <= function
+    assert not any(name.startswith("faastlane_runtime/") for name in function)
+    assert "python/faastlane_runtime/platforms.py" in layer
+    assert all(name.startswith("python/") for name in layer)
+    assert "runtime python3.13, handler lambda_function.handler" in done.stdout
+
+
+def test_oversized_packages_are_refused_with_the_limit(tmp_path: Path):
+    big = write_small_app(tmp_path / "big", big_string=51 * 1024 * 1024)
+    openwhisk = faastlane("package", str(big), "--target", "openwhisk", "-o",
+                          str(tmp_path / "a.zip"))
+    assert openwhisk.code == 2
+    assert "over OpenWhisk's limit for an action's code of 48 MB" in openwhisk.stderr
+    lam = faastlane("package", str(big), "--target", "lambda", "-o", str(tmp_path / "l"))
+    assert lam.code == 2
+    assert "function.zip is 51" in lam.stderr
+    assert "over Lambda's limit for a directly uploaded zip of 50 MB" in lam.stderr
+
+
+def test_over_250_mb_unzipped_is_refused(tmp_path: Path):
+    app = write_small_app(tmp_path / "huge")
+    with open(app / "functions" / "zeros.bin", "wb") as handle:  # compresses to ~250 KB
+        handle.truncate(251 * 1024 * 1024)
+    done = faastlane("package", str(app), "--target", "lambda", "-o", str(tmp_path / "out"))
+    assert done.code == 2
+    assert "over Lambda's limit for a function and its layers unzipped of 250 MB" \
+        in done.stderr
+
+
+def test_bad_input_is_one_line(small_app: Path, tmp_path: Path):
+    missing = faastlane("package", str(tmp_path / "nope"), "--target", "lambda", "-o",
+                        str(tmp_path / "out"))
+    assert (missing.code, missing.stderr.strip()) == \
+        (2, f"faastlane: error: no app folder at {tmp_path / 'nope'}")
+    no_runtime = faastlane("package", str(small_app), "--target", "lambda", "--custom-runtime",
+                           "--python-prefix", str(tmp_path / "no-python"), "-o",
+                           str(tmp_path / "out"))
+    assert no_runtime.code == 2
+    assert "the cpython-mpk runtime is not built" in no_runtime.stderr
+    assert "make -C cpython-mpk" in no_runtime.stderr
+
+
+def test_a_requirement_pip_cannot_install_names_the_file(tmp_path: Path):
+    app = write_small_app(tmp_path / "app")
+    (app / "requirements.txt").write_text("./no-such-local-package\n")
+    done = faastlane("package", str(app), "--target", "openwhisk", "-o", str(tmp_path / "a.zip"))
+    assert done.code == 2
+    line = done.stderr.strip()
+    assert line.startswith(f"faastlane: error: pip could not install {app / 'requirements.txt'}")
+    assert len(line.splitlines()) == 1
+
+
+def test_an_invalid_workflow_lists_its_problems(tmp_path: Path):
+    app = write_small_app(tmp_path / "app")
+    (app / "workflow.json").write_text('{"StartAt": "Nowhere", "States": {}}')
+    done = faastlane("package", str(app), "--target", "openwhisk", "-o", str(tmp_path / "a.zip"))
+    assert done.code == 1
+    assert "/StartAt" in done.stderr
