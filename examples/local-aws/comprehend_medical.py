@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from phi_detector import detect_phi  # noqa: E402  (a sibling file, not a package)
+from phi_detector import detect_phi  # a sibling file, not a package
 
 TARGET_PREFIX = "ComprehendMedical_20181030."
 MAX_TEXT = 20_000  # BoundedLengthString in the service model
@@ -75,7 +75,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "ComprehendMedicalLocal/1"
     protocol_version = "HTTP/1.1"  # keep-alive, as botocore's connection pool expects
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
             self._reply(200, self._dispatch(body))
@@ -83,13 +83,14 @@ class Handler(BaseHTTPRequestHandler):
             self._reply(error.status, {"__type": error.code, "Message": error.message},
                         error.code)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         # Readiness probe for the start script; the service itself has no GET operations.
         self._reply(200, {"service": "comprehendmedical", "model": MODEL_VERSION})
 
     def _dispatch(self, body: bytes) -> dict[str, Any]:
         auth = self.headers.get("Authorization", "")
-        if not auth.startswith("AWS4-HMAC-SHA256 ") or "/comprehendmedical/aws4_request" not in auth:
+        signed = auth.startswith("AWS4-HMAC-SHA256 ")
+        if not signed or "/comprehendmedical/aws4_request" not in auth:
             raise ServiceError(403, "MissingAuthenticationTokenException",
                                "Missing Authentication Token")
         target = self.headers.get("X-Amz-Target", "")
@@ -121,7 +122,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         sys.stderr.write(f"comprehend-medical-local: {format % args}\n")
 
 

@@ -32,8 +32,8 @@ Entities never overlap: where two rules match overlapping text, the longer match
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 # A capitalised name token: Smith, O'Neil, McDonald, Smith-Jones.
 _TOKEN = r"(?:[A-Z]'|Mc|Mac)?[A-Z][a-z]+(?:-[A-Z][a-z]+)?"

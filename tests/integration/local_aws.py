@@ -7,7 +7,10 @@ configuration a user gets, and ``stop`` ends both servers afterwards.
 
 Test modules take the fixtures by importing them::
 
-    from .local_aws import aws, local_aws  # noqa: F401  (pytest fixtures)
+    from .local_aws import (  # the fixture functions; pytest knows them as local_aws, aws
+        fresh_aws,  # noqa: F401
+        local_aws_endpoints,  # noqa: F401
+    )
 
 ``aws`` empties moto and recreates the examples' tables, topic and review queue before
 each test, so every test sees only what its own run wrote.
@@ -98,10 +101,11 @@ class LocalAws:
 
         endpoint = self.exports.get(f"AWS_ENDPOINT_URL_{service.upper()}",
                                     self.exports["AWS_ENDPOINT_URL"])
-        return boto3.client(service, endpoint_url=endpoint,
-                            region_name=self.exports["AWS_DEFAULT_REGION"],
-                            aws_access_key_id=self.exports["AWS_ACCESS_KEY_ID"],
-                            aws_secret_access_key=self.exports["AWS_SECRET_ACCESS_KEY"])
+        make: Any = boto3.client  # any service by name (the typed stubs want a literal)
+        return make(service, endpoint_url=endpoint,
+                    region_name=self.exports["AWS_DEFAULT_REGION"],
+                    aws_access_key_id=self.exports["AWS_ACCESS_KEY_ID"],
+                    aws_secret_access_key=self.exports["AWS_SECRET_ACCESS_KEY"])
 
     def reset(self) -> None:
         scripts.reset(self.exports)
@@ -134,24 +138,26 @@ class LocalAws:
 
 def run_example(app: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``python -m faastlane run examples/APP ARGS`` as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "faastlane", "run", str(ROOT / "examples" / app),
-                           *args], capture_output=True, text=True, timeout=CLI_TIMEOUT,
-                          cwd=ROOT, env=env)
+    command = [sys.executable, "-m", "faastlane", "run", str(ROOT / "examples" / app), *args]
+    return subprocess.run(command, check=False, capture_output=True, text=True,
+                          timeout=CLI_TIMEOUT, cwd=ROOT, env=env)
 
 
-@pytest.fixture(scope="session")
-def local_aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
+@pytest.fixture(scope="session", name="local_aws")
+def local_aws_endpoints(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
     state = tmp_path_factory.mktemp("local-aws")
     env = {**clean_environment(), "PYTHON": sys.executable}
     started = subprocess.run([str(LOCAL_AWS / "start"), "--state-dir", str(state)],
-                             capture_output=True, text=True, timeout=SCRIPT_TIMEOUT, env=env)
+                             check=False, capture_output=True, text=True,
+                             timeout=SCRIPT_TIMEOUT, env=env)
     assert started.returncode == 0, f"examples/local-aws/start failed:\n{started.stderr}"
     recorded = json.loads((state / "state.json").read_text())
     try:
         yield LocalAws(parse_exports(started.stdout))
     finally:
         stopped = subprocess.run([str(LOCAL_AWS / "stop"), "--state-dir", str(state)],
-                                 capture_output=True, text=True, timeout=SCRIPT_TIMEOUT, env=env)
+                                 check=False, capture_output=True, text=True,
+                             timeout=SCRIPT_TIMEOUT, env=env)
         assert stopped.returncode == 0, stopped.stderr
         for process in recorded["processes"].values():  # both servers are really gone
             assert not Path(f"/proc/{process['pid']}").exists() or \
@@ -159,7 +165,7 @@ def local_aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
                     errors="replace"), process
 
 
-@pytest.fixture
-def aws(local_aws: LocalAws) -> LocalAws:
+@pytest.fixture(name="aws")
+def fresh_aws(local_aws: LocalAws) -> LocalAws:
     local_aws.reset()
     return local_aws

@@ -23,7 +23,12 @@ from typing import Any
 
 import pytest
 
-from .local_aws import LocalAws, aws, local_aws, run_example  # noqa: F401  (fixtures)
+from .local_aws import (
+    LocalAws,
+    fresh_aws,  # noqa: F401  (a pytest fixture)
+    local_aws_endpoints,  # noqa: F401  (a pytest fixture)
+    run_example,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "examples" / "sentiment"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 # canonical name -> the phrases that mention it
@@ -33,8 +34,9 @@ MEDICATIONS = {
 }
 
 
-def _patterns(vocabulary: dict[str, tuple[str, ...]]) -> dict[str, re.Pattern[str]]:
-    return {name: re.compile(r"\b(?:" + "|".join(map(re.escape, phrases)) + r")\b", re.I)
+def _patterns(vocabulary: Mapping[str, tuple[str, ...]]) -> dict[str, re.Pattern[str]]:
+    return {name: re.compile(r"\b(?:" + "|".join(map(re.escape, phrases)) + r")\b",
+                             re.IGNORECASE)
             for name, phrases in vocabulary.items()}
 
 
