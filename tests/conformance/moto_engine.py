@@ -98,16 +98,20 @@ def _rename_functions(states: dict[str, Any], rename: dict[str, str]) -> None:
     A bare function name becomes a full ARN: Step Functions (and moto) only accept ARNs,
     while Faastlane also accepts the bare name as shorthand for the same function.
     """
+    def moto_arn(reference: str) -> str:
+        name = _function_name_in(reference)
+        assert name in rename, f"{reference!r} names no file in the case's functions/"
+        return _FUNCTION_ARN_PREFIX + rename[name]
+
     for state in states.values():
         if state.get("Type") == "Task":
             resource = state["Resource"]
             if resource.startswith(LAMBDA_INVOKE):
                 parameters = state.get("Parameters", {})
                 if "FunctionName" in parameters:
-                    name = _function_name_in(parameters["FunctionName"])
-                    parameters["FunctionName"] = _FUNCTION_ARN_PREFIX + rename[name]
+                    parameters["FunctionName"] = moto_arn(parameters["FunctionName"])
             else:
-                state["Resource"] = _FUNCTION_ARN_PREFIX + rename[_function_name_in(resource)]
+                state["Resource"] = moto_arn(resource)
         for branch in state.get("Branches", []):
             _rename_functions(branch["States"], rename)
         for key in ("ItemProcessor", "Iterator"):
