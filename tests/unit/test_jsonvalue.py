@@ -4,8 +4,7 @@ import decimal
 
 import pytest
 
-from faastlane.runtime.errors import StatesError
-from faastlane.runtime.jsonvalue import detach, detach_result
+from faastlane.runtime.jsonvalue import NotJSONSerializable, detach
 
 
 def test_containers_are_copied_and_strings_shared() -> None:
@@ -25,8 +24,8 @@ def test_tuples_decimals_and_key_types_follow_json_dumps() -> None:
     assert detach(decimal.Decimal("3.25")) == 3.25
 
 
-def test_unserialisable_values_are_marshal_errors_naming_the_place() -> None:
-    with pytest.raises(StatesError) as failure:
-        detach_result({"rows": [1, {2, 3}]})
-    assert failure.value.error == "Runtime.MarshalError"
-    assert "set" in failure.value.cause and "$.rows[1]" in failure.value.cause
+def test_unserialisable_values_are_reported_with_their_place() -> None:
+    with pytest.raises(NotJSONSerializable) as failure:
+        detach({"rows": [1, {2, 3}]})
+    assert failure.value.message == "Object of type set is not JSON serializable"
+    assert failure.value.where == "$.rows[1]"

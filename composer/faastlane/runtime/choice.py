@@ -258,8 +258,13 @@ def choose(
             return str(rule["Next"])
     if default is not None:
         return default
+    raise no_choice_matched(context)
+
+
+def no_choice_matched(context: dict[str, Any] | None) -> StatesError:
+    """The error of a Choice state that no rule matched and that has no Default."""
     state = ((context or {}).get("State") or {}).get("Name")
     where = f" in state '{state}'" if state else ""
-    raise StatesError(
+    return StatesError(
         NO_CHOICE_MATCHED, f"No Choice rule matched and no Default was specified{where}"
     )

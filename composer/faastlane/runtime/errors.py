@@ -33,22 +33,33 @@ _TERMINAL = frozenset({RUNTIME, DATA_LIMIT_EXCEEDED})
 class StatesError(Exception):
     """A named ASL error: what a state raises and what Retry/Catch see."""
 
-    def __init__(self, error: str, cause: str = "") -> None:
-        super().__init__(f"{error}: {cause}" if cause else error)
-        self.error = error
-        self.cause = cause
+    def __init__(self, error: str | None, cause: str | None = None) -> None:
+        super().__init__(f"{error}: {cause}" if cause else str(error))
+        self.error = error  # None only for a Fail state that names no Error
+        self.cause = cause  # None when nothing gave one (Step Functions omits it)
 
     def to_json(self) -> dict[str, str]:
-        """The ``{"Error", "Cause"}`` object of a failed execution (and of ``Catch``)."""
-        return {"Error": self.error, "Cause": self.cause}
+        """The ``{"Error", "Cause"}`` object of a failed execution (and of ``Catch``);
+        an absent error or cause is left out, as Step Functions leaves it out."""
+        return error_object(self.error, self.cause)
 
 
-def is_terminal(error: str) -> bool:
+def error_object(error: str | None, cause: str | None) -> dict[str, str]:
+    """``{"Error", "Cause"}`` without the members that are absent."""
+    out = {}
+    if error is not None:
+        out["Error"] = error
+    if cause is not None:
+        out["Cause"] = cause
+    return out
+
+
+def is_terminal(error: str | None) -> bool:
     """Errors that no Retry or Catch can handle: they always fail the execution."""
     return error in _TERMINAL
 
 
-def error_matches(error_equals: list[str], error: str) -> bool:
+def error_matches(error_equals: list[str], error: str | None) -> bool:
     """Whether one Retrier's or Catcher's ``ErrorEquals`` list matches ``error``.
 
     ``States.ALL`` matches every error but the terminal ones; ``States.TaskFailed``

@@ -8,6 +8,8 @@ time, or on threads for the ``-Th`` variant.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import os
 import threading
 import time
@@ -20,9 +22,10 @@ from . import trace
 from .errors import TIMEOUT, StatesError
 from .forking import Outcome, run_forked
 from .functions import EXIT_ERROR, FunctionRegistry, LoadedFunction
-from .jsonvalue import detach, detach_result
+from .jsonvalue import detach
 from .lambda_context import ACCOUNT, REGION
 from .model import PROCESS, THREAD
+from .variables import Variables
 
 NONE = "none"
 PROCESS_ISOLATION = "process"
@@ -66,7 +69,11 @@ def iso_now() -> str:
 
 
 class Execution:
-    """State shared by every state of one workflow execution (and its forked children)."""
+    """State shared by every state of one workflow execution (and its forked children).
+
+    ``variables`` is the one part that is per (sub-)machine run: :meth:`for_branch` gives
+    a Parallel branch or Map iteration its own view with an inner variable scope.
+    """
 
     def __init__(self, workflow_name: str, execution_input: Any, functions: FunctionRegistry,
                  options: Options, timeout_seconds: float | None = None,
@@ -75,6 +82,7 @@ class Execution:
         self.options = options
         self.name = execution_name or str(uuid.uuid4())
         self.timeout_seconds = timeout_seconds
+        self._events = itertools.count(2)  # 1 is ExecutionStarted
         self.deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
         machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{workflow_name}"
         self.context_base: dict[str, Any] = {
@@ -88,6 +96,27 @@ class Execution:
             },
             "StateMachine": {"Id": machine_arn, "Name": workflow_name},
         }
+        self.variables = Variables()
+
+    def for_branch(self) -> Execution:
+        """This execution as a Parallel branch or Map iteration sees it: the same
+        deadline, functions and context, and an inner scope over the current variables
+        (readable there, not assignable; the branch's own are dropped when it ends)."""
+        branch = copy.copy(self)
+        branch.variables = self.variables.inner()
+        return branch
+
+    def enter_state(self, state: Any) -> int:
+        """The id of the history event recording entry into ``state``.
+
+        Ids follow the shape of a Step Functions execution history (ExecutionStarted is
+        1; a state's entry and exit are one event each, a Task's scheduled, started and
+        succeeded three more), so error causes cite plausible event ids.
+        """
+        event_id = next(self._events)
+        for _ in range(4 if type(state).__name__ == "Task" else 1):
+            next(self._events)
+        return event_id
 
     # ------------------------------------------------------------------ context object
 
@@ -202,7 +231,7 @@ def _timed_invoke(state_name: str, loaded: LoadedFunction, event: Any,
     began = time.perf_counter()
     result, error = None, None
     try:
-        result = detach_result(loaded.invoke(event, timeout_seconds))
+        result = loaded.invoke(event, timeout_seconds)
     except StatesError as exc:
         error = exc
     compute = time.perf_counter() - began

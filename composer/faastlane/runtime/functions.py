@@ -18,11 +18,13 @@ from types import ModuleType
 from typing import Any, Callable
 
 from .errors import StatesError
+from .jsonvalue import NotJSONSerializable, detach
 from .lambda_context import LambdaContext
 
 LAMBDA = "lambda"
 OPENWHISK = "openwhisk"
 EXIT_ERROR = "Runtime.ExitError"
+MARSHAL_ERROR = "Runtime.MarshalError"
 
 
 @dataclass(frozen=True)
@@ -49,33 +51,45 @@ class LoadedFunction:
         self.entry: Callable[..., Any] = entry
 
     def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
-        """Call the function on the current thread; its exceptions become StatesError."""
+        """Call the function on the current thread and return its result, detached.
+
+        Every failure becomes the StatesError Step Functions reports for a Lambda task:
+        named after the exception class (Lambda's ``errorType``), with Lambda's error
+        document as the cause.
+        """
         context = LambdaContext(self.spec.name, timeout_seconds)
+        request_id = context.aws_request_id
         try:
             if self.spec.style == OPENWHISK:
-                return self.entry(event)
-            return self.entry(event, context)
+                result = self.entry(event)
+            else:
+                result = self.entry(event, context)
         except StatesError:
             raise
         except SystemExit as exc:
-            # Lambda's runtime reports a handler that exits the process this way.
-            raise StatesError(EXIT_ERROR, f"RequestId: {context.aws_request_id} Error: "
-                                          f"Runtime exited with error: exit status "
-                                          f"{exc.code}") from None
+            # What Lambda's runtime reports for a handler that exits the process.
+            raise lambda_error(EXIT_ERROR, f"RequestId: {request_id} Error: Runtime exited "
+                                           f"with error: exit status {exc.code}",
+                               request_id) from None
         except Exception as exc:  # noqa: BLE001 - any failure of user code is reported
-            raise function_error(exc, context.aws_request_id) from None
+            frames = traceback.extract_tb(exc.__traceback__)[1:]  # drop this frame
+            raise lambda_error(type(exc).__name__, str(exc), request_id,
+                               traceback.format_list(frames)) from None
+        try:
+            return detach(result)
+        except NotJSONSerializable as exc:
+            # awslambdaric's wording; where in the result it failed goes to the log.
+            sys.stderr.write(f"[faastlane] {self.spec.name}: result not JSON serializable "
+                             f"at {exc.where}\n")
+            raise lambda_error(MARSHAL_ERROR, f"Unable to marshal response: {exc.message}",
+                               request_id) from None
 
 
-def function_error(exc: BaseException, request_id: str) -> StatesError:
-    """The ASL error for an exception raised by a function, shaped as Lambda reports it."""
-    error_type = type(exc).__name__
-    frames = traceback.extract_tb(exc.__traceback__)[1:]  # drop our own invoke frame
-    cause = {
-        "errorMessage": str(exc),
-        "errorType": error_type,
-        "requestId": request_id,
-        "stackTrace": traceback.format_list(frames),
-    }
+def lambda_error(error_type: str, message: str, request_id: str,
+                 stack_trace: list[str] | None = None) -> StatesError:
+    """A failed Lambda invocation as Step Functions reports it: Lambda's error document."""
+    cause = {"errorMessage": message, "errorType": error_type, "requestId": request_id,
+             "stackTrace": stack_trace or []}
     return StatesError(error_type, json.dumps(cause))
 
 

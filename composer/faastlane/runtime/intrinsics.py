@@ -613,3 +613,9 @@ _IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
     "StringSplit": _string_split,
     "UUID": _uuid,
 }
+
+
+def implementation(name: str) -> Callable[..., Any]:
+    """The function behind ``States.<name>``: the JSONata functions Step Functions adds
+    (``$partition``, ``$range``, ``$hash``, ``$uuid``) are documented as these."""
+    return _IMPLEMENTATIONS[name]

@@ -14,17 +14,14 @@ from __future__ import annotations
 import decimal
 from typing import Any
 
-from .errors import StatesError
-
-MARSHAL_ERROR = "Runtime.MarshalError"
 
 
 class NotJSONSerializable(TypeError):
     """A value that JSON cannot represent; ``where`` is a JSONPath to it."""
 
     def __init__(self, value: Any, where: str) -> None:
-        super().__init__(f"Object of type {type(value).__name__} is not JSON serializable "
-                         f"(at {where})")
+        self.message = f"Object of type {type(value).__name__} is not JSON serializable"
+        super().__init__(f"{self.message} (at {where})")
         self.where = where
 
 
@@ -56,11 +53,3 @@ def detach(value: Any, where: str = "$") -> Any:
     if isinstance(value, decimal.Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     raise NotJSONSerializable(value, where)
-
-
-def detach_result(value: Any) -> Any:
-    """:func:`detach` for a handler's return value, failing as Lambda does."""
-    try:
-        return detach(value)
-    except NotJSONSerializable as exc:
-        raise StatesError(MARSHAL_ERROR, f"Unable to marshal response: {exc}") from None

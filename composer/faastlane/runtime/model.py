@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from .jsonata_eval import is_expression
 from .resources import task_target
 
 # Step Functions' documented Retrier defaults.
@@ -22,6 +23,10 @@ DEFAULT_BACKOFF_RATE = 2.0
 INLINE = "inline"  # evaluated by the orchestrator thread itself (Pass, Choice, ...)
 THREAD = "thread"  # a function on its own thread, state passed by reference
 PROCESS = "process"  # a function or branch in a forked process, state over a pipe
+
+# Query languages: a state's own QueryLanguage, else the workflow's (default JSONPath).
+JSONPATH = "JSONPath"
+JSONATA = "JSONata"
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,9 @@ class Catcher:
     error_equals: tuple[str, ...]
     next: str
     result_path: str | None = "$"
+    assign: Any = None  # None: no Assign
+    output: Any = None  # JSONata only
+    has_output: bool = False
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,10 @@ class State:
     name: str
     next: str | None = None  # None: the state ends its (sub-)machine
     comment: str | None = None
+    query_language: str = JSONPATH
+    assign: Any = None  # None: no Assign
+    output: Any = None  # JSONata only: the state's output (default: result or input)
+    has_output: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,11 +80,13 @@ class Task(State):
     input_path: str | None = "$"
     parameters: Any = None
     has_parameters: bool = False
+    arguments: Any = None  # JSONata only: the function's input (default: the state input)
+    has_arguments: bool = False
     result_selector: Any = None
     has_result_selector: bool = False
     result_path: str | None = "$"
     output_path: str | None = "$"
-    timeout_seconds: float | None = None
+    timeout_seconds: float | str | None = None  # str: a JSONata expression
     timeout_seconds_path: str | None = None
     retry: tuple[Retrier, ...] = ()
     catch: tuple[Catcher, ...] = ()
@@ -89,7 +103,7 @@ class Choice(State):
 
 @dataclass(frozen=True)
 class Wait(State):
-    seconds: float | None = None
+    seconds: float | str | None = None  # str: a JSONata expression
     seconds_path: str | None = None
     timestamp: str | None = None
     timestamp_path: str | None = None
@@ -126,6 +140,8 @@ class Parallel(State):
     input_path: str | None = "$"
     parameters: Any = None
     has_parameters: bool = False
+    arguments: Any = None  # JSONata only: the branches' input (default: the state input)
+    has_arguments: bool = False
     result_selector: Any = None
     has_result_selector: bool = False
     result_path: str | None = "$"
@@ -139,11 +155,13 @@ class Parallel(State):
 class Map(State):
     iterator: Machine = field(default_factory=lambda: Machine("", {}))
     items_path: str = "$"
+    items: Any = None  # JSONata only: an array or an expression (default: the state input)
+    has_items: bool = False
     item_selector: Any = None
     has_item_selector: bool = False
-    max_concurrency: int = 0
-    tolerated_failure_percentage: float | None = None
-    tolerated_failure_count: int | None = None
+    max_concurrency: int | str = 0  # str: a JSONata expression (so are the next two)
+    tolerated_failure_percentage: float | str | None = None
+    tolerated_failure_count: int | str | None = None
     input_path: str | None = "$"
     result_selector: Any = None
     has_result_selector: bool = False
@@ -178,14 +196,21 @@ def _retriers(spec: dict) -> tuple[Retrier, ...]:
 
 def _catchers(spec: dict) -> tuple[Catcher, ...]:
     return tuple(
-        Catcher(tuple(c["ErrorEquals"]), c["Next"], _path(c, "ResultPath"))
+        Catcher(tuple(c["ErrorEquals"]), c["Next"], _path(c, "ResultPath"),
+                assign=c.get("Assign"), **_payload(c, "Output", "output"))
         for c in spec.get("Catch", ())
     )
 
 
-def _common(name: str, spec: dict) -> dict[str, Any]:
+def _common(name: str, spec: dict, language: str) -> dict[str, Any]:
     return {"name": name, "next": None if spec.get("End") else spec.get("Next"),
-            "comment": spec.get("Comment")}
+            "comment": spec.get("Comment"), **_shared(spec, language)}
+
+
+def _shared(spec: dict, language: str) -> dict[str, Any]:
+    """Fields every state type has (Choice, Succeed and Fail have no Next)."""
+    return {"query_language": spec.get("QueryLanguage", language),
+            "assign": spec.get("Assign"), **_payload(spec, "Output", "output")}
 
 
 def _payload(spec: dict, key: str, field_name: str) -> dict[str, Any]:
@@ -194,48 +219,65 @@ def _payload(spec: dict, key: str, field_name: str) -> dict[str, Any]:
     return {field_name: spec.get(key), f"has_{field_name}": present}
 
 
-def state_from_asl(name: str, spec: dict) -> State:
-    """Build one state's dataclass from its (already validated) ASL object."""
+def _function_payload(spec: dict, language: str) -> Any:
+    """Where a Task names its function: Parameters, or JSONata's Arguments (whose
+    FunctionName, when an expression, is only known at run time)."""
+    if language == JSONPATH:
+        return spec.get("Parameters")
+    arguments = spec.get("Arguments")
+    if isinstance(arguments, dict) and is_expression(arguments.get("FunctionName")):
+        return {"FunctionName.$": arguments["FunctionName"]}
+    return arguments
+
+
+def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
+    """Build one state's dataclass from its (already validated) ASL object;
+    ``language`` is the workflow's QueryLanguage, which a state may override."""
     kind = spec["Type"]
-    common = _common(name, spec)
+    common = _common(name, spec, language)
+    language = common["query_language"]
+    shared = _shared(spec, language)
     io = {"input_path": _path(spec, "InputPath"), "output_path": _path(spec, "OutputPath")}
     if kind == "Pass":
         return Pass(**common, **io, **_payload(spec, "Parameters", "parameters"),
                     result=spec.get("Result"), has_result="Result" in spec,
                     result_path=_path(spec, "ResultPath"))
     if kind == "Task":
-        target = task_target(spec["Resource"], spec.get("Parameters"))
+        target = task_target(spec["Resource"], _function_payload(spec, language))
         return Task(**common, **io, function=target.function, invoke_shape=target.invoke_shape,
                     **_payload(spec, "Parameters", "parameters"),
+                    **_payload(spec, "Arguments", "arguments"),
                     **_payload(spec, "ResultSelector", "result_selector"),
                     result_path=_path(spec, "ResultPath"),
                     timeout_seconds=spec.get("TimeoutSeconds"),
                     timeout_seconds_path=spec.get("TimeoutSecondsPath"),
                     retry=_retriers(spec), catch=_catchers(spec))
     if kind == "Choice":
-        return Choice(name=name, comment=spec.get("Comment"), **io,
+        return Choice(name=name, comment=spec.get("Comment"), **shared, **io,
                       choices=tuple(spec["Choices"]), default=spec.get("Default"))
     if kind == "Wait":
         return Wait(**common, **io, seconds=spec.get("Seconds"),
                     seconds_path=spec.get("SecondsPath"), timestamp=spec.get("Timestamp"),
                     timestamp_path=spec.get("TimestampPath"))
     if kind == "Succeed":
-        return Succeed(name=name, comment=spec.get("Comment"), **io)
+        return Succeed(name=name, comment=spec.get("Comment"), **shared, **io)
     if kind == "Fail":
-        return Fail(name=name, comment=spec.get("Comment"), error=spec.get("Error"),
+        return Fail(name=name, comment=spec.get("Comment"), **shared, error=spec.get("Error"),
                     error_path=spec.get("ErrorPath"), cause=spec.get("Cause"),
                     cause_path=spec.get("CausePath"))
     if kind == "Parallel":
-        return Parallel(**common, **io, branches=tuple(machine_from_asl(b) for b in spec["Branches"]),
+        return Parallel(**common, **io,
+                        branches=tuple(machine_from_asl(b, language) for b in spec["Branches"]),
                         **_payload(spec, "Parameters", "parameters"),
+                        **_payload(spec, "Arguments", "arguments"),
                         **_payload(spec, "ResultSelector", "result_selector"),
                         result_path=_path(spec, "ResultPath"),
                         retry=_retriers(spec), catch=_catchers(spec))
     if kind == "Map":
         processor = spec.get("ItemProcessor", spec.get("Iterator"))
         selector_key = "ItemSelector" if "ItemSelector" in spec else "Parameters"
-        return Map(**common, **io, iterator=machine_from_asl(processor),
-                   items_path=spec.get("ItemsPath", "$"),
+        return Map(**common, **io, iterator=machine_from_asl(processor, language),
+                   items_path=spec.get("ItemsPath", "$"), **_payload(spec, "Items", "items"),
                    **_payload(spec, selector_key, "item_selector"),
                    max_concurrency=spec.get("MaxConcurrency", 0),
                    tolerated_failure_percentage=spec.get("ToleratedFailurePercentage"),
@@ -246,11 +288,18 @@ def state_from_asl(name: str, spec: dict) -> State:
     raise ValueError(f"state {name!r}: unknown Type {kind!r}")
 
 
-def machine_from_asl(definition: dict) -> Machine:
-    """Build a machine (workflow, branch or iterator) from its validated ASL object."""
+def machine_from_asl(definition: dict, language: str | None = None) -> Machine:
+    """Build a machine (workflow, branch or iterator) from its validated ASL object.
+
+    The workflow's top-level QueryLanguage is the default of every state, nested ones
+    included (``language`` passes it down to branches and iterators).
+    """
+    if language is None:
+        language = definition.get("QueryLanguage", JSONPATH)
     return Machine(
         start_at=definition["StartAt"],
-        states={name: state_from_asl(name, spec) for name, spec in definition["States"].items()},
+        states={name: state_from_asl(name, spec, language)
+                for name, spec in definition["States"].items()},
         timeout_seconds=definition.get("TimeoutSeconds"),
     )
 

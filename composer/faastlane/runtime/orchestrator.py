@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import StatesError
+from .errors import StatesError, error_object
 from .execution import Execution, Options
 from .functions import FunctionRegistry, FunctionSpec
 from .model import Machine
@@ -36,7 +36,7 @@ class Result:
         """The output, or ``{"Error", "Cause"}`` of a failed execution."""
         if self.status == SUCCEEDED:
             return self.output
-        return {"Error": self.error, "Cause": self.cause}
+        return error_object(self.error, self.cause)
 
 
 def load_options(plan_file: str) -> Options:

@@ -712,17 +712,20 @@ _AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {
 # --------------------------------------------------------------------------------------
 
 
-def apply_input_path(data: Any, path: str | None, context: dict | None) -> Any:
+def apply_input_path(data: Any, path: str | None, context: dict | None,
+                     variables: Mapping[str, Any] | None = None) -> Any:
     """InputPath: select the state's effective input. ``None`` (JSON null) means ``{}``."""
-    return _select(data, path, context)
+    return _select(data, path, context, variables)
 
 
-def apply_output_path(data: Any, path: str | None, context: dict | None) -> Any:
+def apply_output_path(data: Any, path: str | None, context: dict | None,
+                      variables: Mapping[str, Any] | None = None) -> Any:
     """OutputPath: select the state's output. ``None`` (JSON null) means ``{}``."""
-    return _select(data, path, context)
+    return _select(data, path, context, variables)
 
 
-def _select(data: Any, path: str | None, context: dict | None) -> Any:
+def _select(data: Any, path: str | None, context: dict | None,
+            variables: Mapping[str, Any] | None) -> Any:
     # "If the value of InputPath is null, that means that the raw input is discarded,
     # and the effective input for the state is an empty JSON object, {}" (likewise
     # OutputPath) - Amazon States Language specification.
@@ -731,7 +734,7 @@ def _select(data: Any, path: str | None, context: dict | None) -> Any:
     if path == "$":
         return data
     try:
-        return read(data, path, context)
+        return read(data, path, context, variables)
     except PathNotFound as exc:
         raise StatesError(RUNTIME, f"Invalid path '{path}' : {exc}") from None
     except PathSyntaxError as exc:  # the validator rejects these before any run

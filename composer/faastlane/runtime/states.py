@@ -16,9 +16,10 @@ import time
 from datetime import datetime
 from typing import Any, Callable
 
-from . import choice, intrinsics, paths, trace
-from .errors import (EXCEED_TOLERATED_FAILURE_THRESHOLD, RUNTIME, StatesError,
-                     error_matches)
+from . import intrinsics, paths, trace
+from .dataflow import DataFlow
+from .errors import (EXCEED_TOLERATED_FAILURE_THRESHOLD, QUERY_EVALUATION_ERROR, RUNTIME,
+                     StatesError, error_matches)
 from .execution import Execution, ExecutionTimedOut, iso_now
 from .forking import Outcome
 from .jsonvalue import detach
@@ -40,11 +41,21 @@ def run_machine(machine: Machine, data: Any, execution: Execution) -> Any:
             return data
 
 
+_RUNTIME_PREFIX = "An error occurred while executing the state"
+
+
 def execute(state: State, data: Any, execution: Execution) -> Transition:
     """Run one state and record it in the trace."""
     start = trace.now()
+    event_id = execution.enter_state(state)
     try:
         return _EXECUTORS[type(state)](state, data, execution)
+    except StatesError as err:
+        # Step Functions names the state in which a States.Runtime error happened.
+        if err.error == RUNTIME and not (err.cause or "").startswith(_RUNTIME_PREFIX):
+            raise StatesError(RUNTIME, f"{_RUNTIME_PREFIX} '{state.name}' (entered at the "
+                                       f"event id #{event_id}). {err.cause}") from None
+        raise
     finally:
         trace.record(state=state.name, type=type(state).__name__, start=start,
                      end=trace.now())
@@ -70,13 +81,15 @@ def retry_delay(retrier: Retrier, attempt: int) -> float:
 
 
 def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Execution,
-                        attempt: Callable[[int], Any]) -> Transition:
+                        attempt: Callable[[int], Any], entered: str | None = None
+                        ) -> Transition:
     """Run ``attempt(retry_count)`` under the state's Retry and Catch rules.
 
     Retriers are scanned in order and the first whose ErrorEquals matches decides; each
     keeps its own count, and once it has used MaxAttempts the error goes on to the
     Catchers. A Catcher's ResultPath places ``{"Error", "Cause"}`` into the state's raw
-    input, and that is the state's output (OutputPath does not apply).
+    input, and that is the state's output (OutputPath does not apply); in JSONata its
+    Output (default: the error output) is. The Catcher's Assign replaces the state's.
     """
     counts = [0] * len(state.retry)
     retries = 0
@@ -98,8 +111,8 @@ def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Exec
             catcher = _matching_catcher(state.catch, err)
             if catcher is None:
                 raise
-            output = paths.apply_result_path(data, err.to_json(), catcher.result_path)
-            return output, catcher.next
+            flow = DataFlow(state, data, execution, entered or iso_now(), retries)
+            return flow.caught(catcher, err), catcher.next
 
 
 def _matching_catcher(catchers: tuple[Catcher, ...], err: StatesError) -> Catcher | None:
@@ -110,13 +123,9 @@ def _matching_catcher(catchers: tuple[Catcher, ...], err: StatesError) -> Catche
 
 
 def _pass(state: Pass, data: Any, execution: Execution) -> Transition:
-    ctx = execution.context(state.name, iso_now())
-    effective = paths.apply_input_path(data, state.input_path, ctx)
-    if state.has_parameters:
-        effective = paths.apply_template(state.parameters, effective, ctx)
-    result = state.result if state.has_result else effective
-    output = paths.apply_result_path(data, result, state.result_path)
-    return paths.apply_output_path(output, state.output_path, ctx), state.next
+    flow = DataFlow(state, data, execution, iso_now())
+    effective = flow.effective_input()
+    return flow.finish(state.result if state.has_result else effective), state.next
 
 
 def _lambda_invoke_response(payload: Any, request_id: str) -> dict[str, Any]:
@@ -133,10 +142,10 @@ def _lambda_invoke_response(payload: Any, request_id: str) -> dict[str, Any]:
     }
 
 
-def _task_timeout(state: Task, effective_input: Any, ctx: dict) -> float | None:
+def _task_timeout(state: Task, effective_input: Any, flow: DataFlow) -> float | None:
     if state.timeout_seconds_path is None:
-        return state.timeout_seconds
-    value = paths.read(effective_input, state.timeout_seconds_path, ctx)
+        return flow.number(state.timeout_seconds, "TimeoutSeconds", minimum=1)
+    value = flow.read(effective_input, state.timeout_seconds_path)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise StatesError(RUNTIME, f"TimeoutSecondsPath '{state.timeout_seconds_path}' "
                                    f"must point to a positive integer, got {value!r}")
@@ -147,10 +156,8 @@ def _task(state: Task, data: Any, execution: Execution) -> Transition:
     entered = iso_now()
 
     def attempt(retry_count: int) -> Any:
-        ctx = execution.context(state.name, entered, retry_count)
-        effective = paths.apply_input_path(data, state.input_path, ctx)
-        if state.has_parameters:
-            effective = paths.apply_template(state.parameters, effective, ctx)
+        flow = DataFlow(state, data, execution, entered, retry_count)
+        effective = flow.effective_input()
         function = state.function
         event = effective
         if state.invoke_shape:
@@ -160,22 +167,19 @@ def _task(state: Task, data: Any, execution: Execution) -> Transition:
         # The function gets its own copy: a handler that mutates its event in place must
         # not change this state's input, which ResultPath and retries still use.
         result = execution.call_function(state.name, function, detach(event),
-                                         _task_timeout(state, effective, ctx), state.placement)
+                                         _task_timeout(state, effective, flow), state.placement)
         if state.invoke_shape:
             result = _lambda_invoke_response(result, execution.name)
-        if state.has_result_selector:
-            result = paths.apply_template(state.result_selector, result, ctx)
-        output = paths.apply_result_path(data, result, state.result_path)
-        return paths.apply_output_path(output, state.output_path, ctx)
+        return flow.finish(result)
 
-    return with_error_handling(state, data, execution, attempt)
+    return with_error_handling(state, data, execution, attempt, entered)
 
 
 def _choice(state: Choice, data: Any, execution: Execution) -> Transition:
-    ctx = execution.context(state.name, iso_now())
-    effective = paths.apply_input_path(data, state.input_path, ctx)
-    next_name = choice.choose(list(state.choices), state.default, effective, ctx)
-    return paths.apply_output_path(effective, state.output_path, ctx), next_name
+    flow = DataFlow(state, data, execution, iso_now())
+    effective = flow.effective_input()
+    rule, next_name = flow.choose(state.choices, state.default, effective)
+    return flow.finish(effective, rule), next_name
 
 
 def _parse_timestamp(value: Any, where: str) -> datetime:
@@ -191,76 +195,82 @@ def _parse_timestamp(value: Any, where: str) -> datetime:
 
 
 def _wait(state: Wait, data: Any, execution: Execution) -> Transition:
-    ctx = execution.context(state.name, iso_now())
-    effective = paths.apply_input_path(data, state.input_path, ctx)
+    flow = DataFlow(state, data, execution, iso_now())
+    effective = flow.effective_input()
     if state.seconds is not None:
-        seconds = float(state.seconds)
+        seconds = float(flow.number(state.seconds, "Seconds", minimum=0))
     elif state.seconds_path is not None:
-        value = paths.read(effective, state.seconds_path, ctx)
+        value = flow.read(effective, state.seconds_path)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise StatesError(RUNTIME, f"SecondsPath '{state.seconds_path}' must point to a "
                                        f"non-negative integer, got {value!r}")
         seconds = float(value)
     else:
         if state.timestamp is not None:
-            when = _parse_timestamp(state.timestamp, "Timestamp")
+            when = _parse_timestamp(_jsonata_string(flow, state.timestamp, "Timestamp"),
+                                    "Timestamp")
         else:
-            when = _parse_timestamp(paths.read(effective, state.timestamp_path, ctx),
+            when = _parse_timestamp(flow.read(effective, state.timestamp_path),
                                     f"TimestampPath '{state.timestamp_path}'")
         seconds = when.timestamp() - time.time()
     if seconds > 0:
         execution.sleep(seconds)
-    return paths.apply_output_path(effective, state.output_path, ctx), state.next
+    return flow.finish(effective), state.next
 
 
 def _succeed(state: Succeed, data: Any, execution: Execution) -> Transition:
-    ctx = execution.context(state.name, iso_now())
-    effective = paths.apply_input_path(data, state.input_path, ctx)
-    return paths.apply_output_path(effective, state.output_path, ctx), None
+    flow = DataFlow(state, data, execution, iso_now())
+    return flow.finish(flow.effective_input()), None
 
 
-def _dynamic(expression: str, data: Any, ctx: dict) -> Any:
+def _dynamic(expression: str, data: Any, flow: DataFlow) -> Any:
     """A ``*Path`` field of a Fail state: a reference path or an intrinsic function."""
     if intrinsics.is_intrinsic(expression):
-        return intrinsics.evaluate(expression, data, ctx)
-    return paths.read(data, expression, ctx)
+        return intrinsics.evaluate(expression, data, flow.context, flow.variables)
+    return flow.read(data, expression)
+
+
+def _jsonata_string(flow: DataFlow, value: str | None, field: str) -> str | None:
+    """A string field that a JSONata state may write as an expression (Fail's Error and
+    Cause, Wait's Timestamp): its value, which must be a string."""
+    if value is None or not flow.jsonata:
+        return value
+    result = flow.evaluate(value, field)
+    if not isinstance(result, str):
+        raise StatesError(QUERY_EVALUATION_ERROR, f"The field '{field}' of state "
+                                                  f"'{flow.state.name}' must be a string, "
+                                                  f"got {paths.compact_json(result)}")
+    return result
 
 
 def _fail(state: Fail, data: Any, execution: Execution) -> Transition:
-    ctx = execution.context(state.name, iso_now())
-    error = state.error
-    cause = state.cause
+    flow = DataFlow(state, data, execution, iso_now())
+    error = _jsonata_string(flow, state.error, "Error")
+    cause = _jsonata_string(flow, state.cause, "Cause")
     try:
         if state.error_path is not None:
-            error = _dynamic(state.error_path, data, ctx)
+            error = _dynamic(state.error_path, data, flow)
         if state.cause_path is not None:
-            cause = _dynamic(state.cause_path, data, ctx)
+            cause = _dynamic(state.cause_path, data, flow)
     except paths.PathNotFound as exc:
         raise StatesError(RUNTIME, f"Fail state '{state.name}': {exc}") from None
-    raise StatesError(error if error is not None else "",
-                      cause if cause is not None else "")
+    raise StatesError(error, cause)
 
 
 def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
     entered = iso_now()
 
     def attempt(retry_count: int) -> Any:
-        ctx = execution.context(state.name, entered, retry_count)
-        effective = paths.apply_input_path(data, state.input_path, ctx)
-        if state.has_parameters:
-            effective = paths.apply_template(state.parameters, effective, ctx)
+        flow = DataFlow(state, data, execution, entered, retry_count)
+        effective = flow.effective_input()
         work = [_machine_job(branch, effective, execution) for branch in state.branches]
         outcomes = execution.run_parallel(
             work, 0, describe=lambda i: f"branch {i} of Parallel '{state.name}'",
             stop_on_error=True)
         _raise_first_failure(outcomes)
-        result = [outcome.value for outcome in outcomes]
-        if state.has_result_selector:
-            result = paths.apply_template(state.result_selector, result, ctx)
-        output = paths.apply_result_path(data, result, state.result_path)
-        return paths.apply_output_path(output, state.output_path, ctx)
+        return flow.finish([outcome.value for outcome in outcomes])
 
-    return with_error_handling(state, data, execution, attempt)
+    return with_error_handling(state, data, execution, attempt, entered)
 
 
 def _raise_first_failure(outcomes: list[Outcome]) -> None:
@@ -271,12 +281,21 @@ def _raise_first_failure(outcomes: list[Outcome]) -> None:
 
 
 def _machine_job(machine: Machine, data: Any, execution: Execution) -> Callable[[], Any]:
-    return lambda: run_machine(machine, data, execution)
+    # The branch's variable scope is made here, in the parent: a forked child inherits it.
+    branch = execution.for_branch()
+    return lambda: run_machine(machine, data, branch)
 
 
-def _map_items(state: Map, effective: Any, ctx: dict) -> list:
+def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
+    if flow.jsonata:
+        items = flow.evaluate(state.items, "Items") if state.has_items else effective
+        if not isinstance(items, list):
+            raise StatesError(QUERY_EVALUATION_ERROR, f"Map state '{state.name}': Items must "
+                                                      f"be a JSON array, got "
+                                                      f"{paths.json_type(items)}")
+        return items
     try:
-        items = paths.read(effective, state.items_path, ctx)
+        items = flow.read(effective, state.items_path)
     except paths.PathNotFound:
         raise StatesError(RUNTIME, f"Invalid path '{state.items_path}': No results for "
                                    f"path in Map state '{state.name}'") from None
@@ -287,13 +306,15 @@ def _map_items(state: Map, effective: Any, ctx: dict) -> list:
     return items
 
 
-def _tolerated(state: Map, failures: int, total: int) -> bool:
+def _tolerated(state: Map, failures: int, total: int, flow: DataFlow) -> bool:
     if failures == 0:
         return True
-    if state.tolerated_failure_count is not None and failures <= state.tolerated_failure_count:
+    count = flow.number(state.tolerated_failure_count, "ToleratedFailureCount", minimum=0)
+    if count is not None and failures <= count:
         return True
-    if (state.tolerated_failure_percentage is not None and total > 0
-            and failures * 100.0 / total <= state.tolerated_failure_percentage):
+    percentage = flow.number(state.tolerated_failure_percentage, "ToleratedFailurePercentage",
+                             minimum=0)
+    if percentage is not None and total > 0 and failures * 100.0 / total <= percentage:
         return True
     return False
 
@@ -304,35 +325,34 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
                 or state.tolerated_failure_percentage is not None)
 
     def attempt(retry_count: int) -> Any:
-        ctx = execution.context(state.name, entered, retry_count)
-        effective = paths.apply_input_path(data, state.input_path, ctx)
-        items = _map_items(state, effective, ctx)
+        flow = DataFlow(state, data, execution, entered, retry_count)
+        effective = flow.effective_input()
+        items = _map_items(state, effective, flow)
         inputs = []
         for index, item in enumerate(items):
             if state.has_item_selector:
                 item_ctx = execution.context(state.name, entered, retry_count, (index, item))
-                inputs.append(paths.apply_template(state.item_selector, effective, item_ctx))
+                inputs.append(flow.evaluate(state.item_selector, "ItemSelector", item_ctx)
+                              if flow.jsonata
+                              else flow.template(state.item_selector, effective, item_ctx))
             else:
                 inputs.append(item)
         work = [_machine_job(state.iterator, item, execution) for item in inputs]
         outcomes = execution.run_parallel(
-            work, state.max_concurrency,
+            work, flow.number(state.max_concurrency, "MaxConcurrency", minimum=0),
             describe=lambda i: f"iteration {i} of Map '{state.name}'",
             stop_on_error=not tolerant)
         if not tolerant:
             _raise_first_failure(outcomes)
         failures = [o for o in outcomes if o.error is not None]
-        if not _tolerated(state, len(failures), len(outcomes)):
+        if not _tolerated(state, len(failures), len(outcomes), flow):
             raise StatesError(EXCEED_TOLERATED_FAILURE_THRESHOLD,
                               f"Map state '{state.name}': {len(failures)} of "
                               f"{len(outcomes)} iterations failed")
-        result = [o.value if o.error is None else o.error.to_json() for o in outcomes]
-        if state.has_result_selector:
-            result = paths.apply_template(state.result_selector, result, ctx)
-        output = paths.apply_result_path(data, result, state.result_path)
-        return paths.apply_output_path(output, state.output_path, ctx)
+        return flow.finish([o.value if o.error is None else o.error.to_json()
+                            for o in outcomes])
 
-    return with_error_handling(state, data, execution, attempt)
+    return with_error_handling(state, data, execution, attempt, entered)
 
 
 _EXECUTORS: dict[type, Callable[[Any, Any, Execution], Transition]] = {

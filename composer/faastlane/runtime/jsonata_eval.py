@@ -1,0 +1,184 @@
+"""JSONata in Step Functions: ``{% %}`` fields, ``$states``, and the added functions.
+
+A JSONata state writes data expressions as strings ``"{% <expression> %}"``, anywhere in
+a field's JSON value; every other value is taken literally (Step Functions developer
+guide, "Transforming data with JSONata in Step Functions"). Expressions read:
+
+- ``$states``: ``input`` (the state's raw input), ``context`` (the context object),
+  ``result`` (a Task/Parallel/Map's result, in Output and Assign) and ``errorOutput``
+  (``{"Error", "Cause"}``, in a Catcher's Output and Assign);
+- the workflow variables, as ``$name``;
+- the functions Step Functions adds to JSONata ("JSONata functions provided by Step
+  Functions"): ``$partition``, ``$range``, ``$hash``, ``$random``, ``$uuid``, ``$parse``.
+
+Evaluation uses the ``jsonata`` package (jsonata-python), which ``faastlane compose``
+copies into an action that uses JSONata; it is imported on first use only, so a JSONPath
+workflow never loads it. Any failure, and an expression that produces nothing
+(JSONata's *undefined*), is ``States.QueryEvaluationError``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any, Callable
+
+from . import intrinsics
+from .errors import QUERY_EVALUATION_ERROR, StatesError
+
+OPEN, CLOSE = "{%", "%}"
+
+# Keys of the reserved $states variable.
+INPUT, CONTEXT, RESULT, ERROR_OUTPUT = "input", "context", "result", "errorOutput"
+
+
+def is_expression(value: Any) -> bool:
+    """Whether ``value`` is a ``{% ... %}`` JSONata expression string."""
+    return (isinstance(value, str) and len(value) >= len(OPEN) + len(CLOSE)
+            and value.startswith(OPEN) and value.endswith(CLOSE))
+
+
+def states_variable(state_input: Any, context: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """The ``$states`` object: ``input`` and ``context``, plus ``result=``/``errorOutput=``."""
+    states = {INPUT: state_input, CONTEXT: context}
+    if "result" in more:
+        states[RESULT] = more["result"]
+    if "error_output" in more:
+        states[ERROR_OUTPUT] = more["error_output"]
+    return states
+
+
+def evaluate_field(value: Any, field: str, states: dict[str, Any],
+                   variables: Mapping[str, Any]) -> Any:
+    """The value of a JSONata state's field: expressions evaluated, the rest literal.
+
+    ``field`` names the field in error causes (``"Output"``, ``"Arguments"``, ...).
+    """
+    if isinstance(value, str):
+        return _evaluate(value, field, states, variables) if is_expression(value) else value
+    if isinstance(value, dict):
+        return {key: evaluate_field(item, f"{field}.{key}", states, variables)
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [evaluate_field(item, f"{field}[{index}]", states, variables)
+                for index, item in enumerate(value)]
+    return value
+
+
+def _evaluate(text: str, field: str, states: dict[str, Any],
+              variables: Mapping[str, Any]) -> Any:
+    engine = _engine()
+    expression = _compile(text)
+    bindings = dict(_functions())
+    for name, value in variables.items():
+        bindings[name] = engine.Utils.NULL_VALUE if value is None else value
+    bindings["states"] = states
+    # jsonata-python evaluates on a per-thread "current" instance (used by $now and
+    # $eval); make it this expression's, not whichever was compiled last here.
+    engine.Jsonata.CURRENT.jsonata = expression
+    try:
+        result = expression.evaluate(None, bindings)
+    except StatesError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any engine failure is the state's error
+        raise StatesError(QUERY_EVALUATION_ERROR,
+                          f"The JSONata expression '{text}' specified for the field "
+                          f"'{field}' could not be evaluated: {exc}") from None
+    if result is None:
+        raise StatesError(QUERY_EVALUATION_ERROR,
+                          f"The JSONata expression '{text}' specified for the field "
+                          f"'{field}' returned nothing (undefined).")
+    return engine.Utils.convert_nulls(result)
+
+
+# ------------------------------------------------------------------ the engine
+
+
+def _engine() -> Any:
+    """The jsonata package, imported on first use (vendored into JSONata actions)."""
+    import jsonata  # noqa: PLC0415 - deliberately lazy
+
+    return jsonata
+
+
+@lru_cache(maxsize=1024)
+def _compile(text: str) -> Any:
+    """Parse one ``{% %}`` string once; evaluations reuse the tree (state transitions
+    are the hot path)."""
+    engine = _engine()
+    try:
+        expression = engine.Jsonata(text[len(OPEN):-len(CLOSE)])
+    except Exception as exc:  # noqa: BLE001 - the validator rejects these before a run
+        raise StatesError(QUERY_EVALUATION_ERROR,
+                          f"The JSONata expression '{text}' does not parse: {exc}") from None
+    # Keep JSONata's null and undefined apart: undefined is an error, null a value.
+    expression.set_output_convert_nulls(False)
+    return expression
+
+
+@lru_cache(maxsize=1)
+def _functions() -> dict[str, Any]:
+    """The functions Step Functions adds to JSONata, bound as ``$name``."""
+    engine = _engine()
+    return {name: engine.Jsonata.JLambda(_checked(name, implementation))
+            for name, implementation in _STEP_FUNCTIONS_ADDITIONS.items()}
+
+
+def _checked(name: str, implementation: Callable[..., Any]) -> Callable[..., Any]:
+    """An added function whose argument errors are the state's QueryEvaluationError."""
+
+    def call(*args: Any) -> Any:
+        try:
+            return implementation(*(_plain(arg) for arg in args))
+        except StatesError as exc:
+            raise StatesError(QUERY_EVALUATION_ERROR, f"${name}: {exc.cause}") from None
+        except TypeError as exc:  # wrong number of arguments
+            raise StatesError(QUERY_EVALUATION_ERROR, f"${name}: {exc}") from None
+
+    return call
+
+
+def _plain(value: Any) -> Any:
+    """A JSONata value as plain JSON data: integral floats as int, null as None."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if value is _engine().Utils.NULL_VALUE:
+        return None
+    return value
+
+
+def _random(seed: Any = None) -> float:
+    """``$random([seed])``: a float in [0, 1); the same seed gives the same number."""
+    if seed is None:
+        return random.random()
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise StatesError(QUERY_EVALUATION_ERROR, f"the seed must be an integer, got {seed!r}")
+    return random.Random(seed).random()
+
+
+def _parse(text: Any) -> Any:
+    """``$parse(json)``: JSON text to the value it encodes."""
+    if not isinstance(text, str):
+        raise StatesError(QUERY_EVALUATION_ERROR, f"the argument must be a string, got {text!r}")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise StatesError(QUERY_EVALUATION_ERROR, f"not valid JSON ({exc})") from None
+
+
+# Where Step Functions documents a function as the JSONata form of an intrinsic, the
+# intrinsic's implementation (and its argument rules) is reused.
+_STEP_FUNCTIONS_ADDITIONS: dict[str, Callable[..., Any]] = {
+    "partition": intrinsics.implementation("ArrayPartition"),
+    "range": intrinsics.implementation("ArrayRange"),
+    "hash": intrinsics.implementation("Hash"),
+    "uuid": intrinsics.implementation("UUID"),
+    "random": _random,
+    "parse": _parse,
+}
