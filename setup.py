@@ -23,7 +23,9 @@ setup(
     include_package_data=True,
     package_data={"faastlane": ["codegen/templates/*"]},
     python_requires=">=3.11",
-    install_requires=[],
+    # JSONata workflows: the engine is imported only when a state uses JSONata, and
+    # `faastlane compose` copies it into those actions (pure Python, Apache-2.0).
+    install_requires=["jsonata-python>=0.7.1,<0.8"],
     extras_require={
         # What the example applications' functions import (they run unmodified, as on
         # Lambda, where these would come from the deployment package or a layer).

@@ -6,6 +6,8 @@ once), build the state model, plan placement, then write the action:
     orchestrator.py      generated: one constant per state
     plan.json            where each state runs and why
     faastlane_runtime/   ASL semantics, threads, forked processes, tracing
+    jsonata/             the JSONata engine (jsonata-python, Apache-2.0, with its
+                         LICENSE), only when a state uses JSONata
     functions/           the user's code, untouched
     workflow.json        the source workflow, for reference
     __main__.py          OpenWhisk entry main(args); run as a script, the local CLI
@@ -14,6 +16,8 @@ once), build the state model, plan placement, then write the action:
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import json
 import os
 import shutil
@@ -25,13 +29,15 @@ from .asl.load import load_definition
 from .asl.problem import Problem
 from .asl.validate import validate
 from .codegen.orchestrator import render
-from .errors import InvalidWorkflow
+from .errors import FaastlaneError, InvalidWorkflow
 from .plan import choose_isolation, make_options, make_plan
 from .runtime.execution import Options
-from .runtime.model import Machine, machine_from_asl
+from .runtime.model import JSONATA, Machine, machine_from_asl, walk_states
 from .unsupported import unsupported_features
 
 RUNTIME_PACKAGE = "faastlane_runtime"
+# The JSONata engine an action that uses JSONata carries (import name, distribution).
+JSONATA_PACKAGE, JSONATA_DISTRIBUTION = "jsonata", "jsonata-python"
 _RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
 
 _OPENWHISK_ENTRY = '''"""OpenWhisk entry point of this Faastlane action; run as a script, the local CLI."""
@@ -108,10 +114,12 @@ def write_action(composition: Composition, out_dir: str) -> str:
     """Write the action folder; returns its path."""
     app = composition.app
     os.makedirs(out_dir, exist_ok=True)
-    for stale in (RUNTIME_PACKAGE, FUNCTIONS_DIR):
+    for stale in (RUNTIME_PACKAGE, FUNCTIONS_DIR, JSONATA_PACKAGE):
         shutil.rmtree(os.path.join(out_dir, stale), ignore_errors=True)
     shutil.copytree(_RUNTIME_SOURCE, os.path.join(out_dir, RUNTIME_PACKAGE),
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if uses_jsonata(composition.workflow):
+        vendor_jsonata(out_dir)
     functions_src = os.path.join(app.root, FUNCTIONS_DIR)
     if os.path.isdir(functions_src):
         shutil.copytree(functions_src, os.path.join(out_dir, FUNCTIONS_DIR),
@@ -128,6 +136,31 @@ def write_action(composition: Composition, out_dir: str) -> str:
         with open(os.path.join(out_dir, name), "w", encoding="utf-8") as handle:
             handle.write(text)
     return out_dir
+
+
+def uses_jsonata(workflow: Machine) -> bool:
+    """Whether any state of the workflow (branches and iterators included) is JSONata."""
+    return any(state.query_language == JSONATA for state in walk_states(workflow))
+
+
+def vendor_jsonata(out_dir: str) -> None:
+    """Copy the installed JSONata engine next to faastlane_runtime/, with its license.
+
+    The action must run where only it is installed (OpenWhisk, Lambda); jsonata-python is
+    pure Python and Apache-2.0, which allows redistribution with the license kept.
+    """
+    spec = importlib.util.find_spec(JSONATA_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FaastlaneError(f"this workflow uses JSONata, which needs the "
+                             f"{JSONATA_DISTRIBUTION} package: pip install "
+                             f"{JSONATA_DISTRIBUTION}")
+    target = os.path.join(out_dir, JSONATA_PACKAGE)
+    shutil.copytree(list(spec.submodule_search_locations)[0], target,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "cli"))
+    distribution = importlib.metadata.distribution(JSONATA_DISTRIBUTION)
+    licenses = [f for f in distribution.files or () if f.name.upper().startswith("LICENSE")]
+    for license_file in licenses:
+        shutil.copyfile(license_file.locate(), os.path.join(target, license_file.name))
 
 
 def compose(app_path: str, out_dir: str, **planning: Any) -> str:

@@ -1,7 +1,10 @@
 """ASL features that validate but that this Orchestrator cannot run yet.
 
 Running a workflow while silently ignoring one of its fields would give wrong results, so
-each is refused at compose time with a pointer, like any other problem.
+each is refused at compose time with a pointer, like any other problem. Both query
+languages (JSONPath and JSONata) and workflow variables (``Assign``) run; what is left
+is the distributed Map's S3 readers and writers, which a one-container action lacks, the
+JSONPath Map's dynamic ``*Path`` limits, and cross-account credentials.
 """
 
 from __future__ import annotations
@@ -10,27 +13,25 @@ from typing import Any
 
 from .asl.problem import Problem, child
 
-# Field -> why it is refused. JSONata and variables are their own issue (#10); the
-# distributed Map's readers and writers need S3, which a one-container action lacks.
+# Field -> why it is refused.
 _REFUSED_FIELDS = {
-    "QueryLanguage": "JSONata is not supported yet: use JSONPath (the default)",
-    "Assign": "workflow variables (Assign) are not supported yet",
-    "Arguments": "Arguments belongs to JSONata, which is not supported yet",
-    "Output": "Output belongs to JSONata, which is not supported yet",
     "ItemReader": "a distributed Map's ItemReader is not supported",
     "ItemBatcher": "a distributed Map's ItemBatcher is not supported",
     "ResultWriter": "a distributed Map's ResultWriter is not supported",
+    "MaxConcurrencyPath": "MaxConcurrencyPath is not supported yet: use MaxConcurrency",
+    "ToleratedFailureCountPath": "ToleratedFailureCountPath is not supported yet: "
+                                 "use ToleratedFailureCount",
+    "ToleratedFailurePercentagePath": "ToleratedFailurePercentagePath is not supported yet: "
+                                      "use ToleratedFailurePercentage",
     "Credentials": "cross-account Credentials are not supported: functions run in the action",
 }
 
 
 def _machine(machine: Any, base: str, problems: list[Problem]) -> None:
-    if "QueryLanguage" in machine and machine["QueryLanguage"] != "JSONPath":
-        problems.append(Problem(child(base, "QueryLanguage"), _REFUSED_FIELDS["QueryLanguage"]))
     for name, state in machine.get("States", {}).items():
         where = child(base, "States", name)
         for field, why in _REFUSED_FIELDS.items():
-            if field in state and not (field == "QueryLanguage" and state[field] == "JSONPath"):
+            if field in state:
                 problems.append(Problem(child(where, field), why))
         processor = state.get("ItemProcessor")
         if isinstance(processor, dict):
