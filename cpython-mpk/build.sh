@@ -35,7 +35,8 @@ Options:
   --jobs N            parallel make jobs (default: nproc)
   --no-deps           do not check/install build dependencies with apt
   --no-link           do not repoint $HERE/build at the result
-  --keep-work         keep the unpacked build tree (default: delete it)
+  --keep-work         keep this build's work folder (tree, staging, log)
+  --fresh             unpack a new tree even if a compiled one could be reused
 
 Environment:
   FAASTLANE_CACHE     cache root (default: \$HOME/.cache/faastlane)
@@ -269,7 +270,13 @@ report_patch_failure() {
 # one translation unit of the module; headers sit beside them, and makesetup
 # compiles with -DPy_BUILD_CORE_BUILTIN, so internal pycore_*.h are usable.
 wire_module() {
-    local tree=$1 mdir=$2 f rel srcs=()
+    local tree=$1 mdir=$2 rel srcs=() list=$1/.faastlane-module-files
+    # A reused tree still holds the previous build's module: take it out first.
+    if [[ -f $list ]]; then
+        while IFS= read -r rel; do rm -f "$tree/Modules/$rel"; done <"$list"
+        rm -f "$list"
+    fi
+    printf '# Written by cpython-mpk/build.sh\n' >"$tree/Modules/Setup.local"
     if [[ ! -f $mdir/_faastlanemodule.c ]]; then
         MODULE_BUILT=no
         note "no $mdir/_faastlanemodule.c: building WITHOUT the _faastlane module"
@@ -281,9 +288,9 @@ wire_module() {
         [[ ! -e $tree/Modules/$rel ]] || die "$mdir/$rel would overwrite CPython's Modules/$rel; rename it"
         [[ $rel == */* || $rel != *.c ]] || srcs+=("$rel")
     done < <(cd "$mdir" && find . -type f -printf '%P\n' | LC_ALL=C sort)
+    (cd "$mdir" && find . -type f -printf '%P\n') >"$list"
     (cd "$mdir" && find . -type f -printf '%P\0' | xargs -0 cp --parents -t "$tree/Modules/")
-    printf '# Written by cpython-mpk/build.sh\n*static*\n_faastlane %s\n' "${srcs[*]}" \
-        >>"$tree/Modules/Setup.local"
+    printf '*static*\n_faastlane %s\n' "${srcs[*]}" >>"$tree/Modules/Setup.local"
     MODULE_BUILT=yes
     note "_faastlane builtin module: ${srcs[*]}"
 }
@@ -293,18 +300,22 @@ wire_module() {
 # Everything that changes the binary: source, patches, module sources, this
 # script (it holds the configure flags).  Paths are part of it so renames count.
 compute_key() {
-    local f manifest
+    local f manifest base
     list_patches "$OPT_PATCHES"
     manifest="source $SOURCE_SHA256"$'\n'
     for f in "${PATCHES[@]}"; do
         manifest+="patch ${f##*/} $(sha256_of "$f")"$'\n'
     done
+    base="script $(sha256_of "$SELF")"$'\n'
+    # The base key leaves the module out: builds that differ only in Modules/
+    # can share a compiled tree (see cmd_build).
+    BASE_KEY=$(printf '%s%s' "$manifest" "$base" | sha256sum | cut -c1-16)
     if [[ -d $OPT_MODULES ]]; then
         while IFS= read -r f; do
             manifest+="module ${f#"$OPT_MODULES"/} $(sha256_of "$f")"$'\n'
         done < <(find "$OPT_MODULES" -type f | LC_ALL=C sort)
     fi
-    manifest+="script $(sha256_of "$SELF")"$'\n'
+    manifest+=$base
     KEY_MANIFEST=$manifest
     KEY=$(printf '%s' "$manifest" | sha256sum | cut -c1-16)
     PREFIX="$RUNTIMES/$KEY"
@@ -420,16 +431,22 @@ link_build() {
     ln -sfn "$PREFIX" "$link.tmp.$$"
     mv -T "$link.tmp.$$" "$link"
     note "$link -> $PREFIX"
+    local key_now
+    key_now=$(compute_key 2>/dev/null && printf '%s' "$KEY") || true
+    if [[ $key_now != "$KEY" ]]; then
+        warn "the inputs changed during the build (their key is now ${key_now:-unknown}): run it again"
+    fi
 }
 
 # What "an ordinary python3.13" must be able to do; run on the final prefix.
 SMOKE_IMPORTS="ssl, sqlite3, lzma, bz2, ctypes, readline, zlib, uuid, curses, decimal, hashlib, json"
 smoke_test() {
     local py=$PREFIX/bin/python3 code="import $SMOKE_IMPORTS"
+    code+=$'\nimport os, sys\nassert os.path.realpath(sys.prefix) == os.path.realpath(sys.argv[1]), f"sys.prefix is {sys.prefix}, not {sys.argv[1]}"' 
     if [[ $MODULE_BUILT == yes ]]; then
         code+=$'\nimport sys, _faastlane\nassert "_faastlane" in sys.builtin_module_names, "_faastlane is not builtin"'
     fi
-    "$py" -c "$code" || die "the installed runtime $py fails its smoke test (see above)"
+    "$py" -c "$code" "$PREFIX" || die "the installed runtime $py fails its smoke test (see above)"
     "$py" -m pip --version >/dev/null || die "$py has no working pip (ensurepip did not install it)"
 }
 
@@ -474,7 +491,17 @@ cmd_build() {
     trap cleanup EXIT
     trap 'exit 130' INT TERM
     note "log: $LOG"
-    prepare_tree "$WORK/src"
+    local tree_cache=$RUNTIMES/tree-$BASE_KEY
+    if [[ $OPT_FRESH == no ]] && mv -T "$tree_cache" "$WORK/src" 2>/dev/null; then
+        # Only Modules/ differs from an earlier build: configure again (the
+        # prefix changed) and let make recompile what depends on it.
+        stage "reuse compiled tree"
+        note "same source, patches and script as an earlier build: reusing its tree"
+        stage "wire _faastlane module"
+        wire_module "$WORK/src" "$OPT_MODULES"
+    else
+        prepare_tree "$WORK/src"
+    fi
 
     stage "configure"
     # --prefix is compiled into the binary (sys.prefix, shebangs), so configure
@@ -500,11 +527,15 @@ cmd_build() {
     smoke_test
     cp "$LOG" "$PREFIX/faastlane-build.log"
     {
-        printf 'built=%s\nkey=%s\nmodule=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$KEY" "$MODULE_BUILT"
+        printf 'built=%s\nkey=%s\nbase=%s\nmodule=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$KEY" "$BASE_KEY" "$MODULE_BUILT"
         printf '%s' "$KEY_MANIFEST"
     } >"$PREFIX/$MARKER.tmp"
     mv "$PREFIX/$MARKER.tmp" "$PREFIX/$MARKER"
     BUILD_OK=yes
+    if [[ $OPT_KEEP_WORK == no ]]; then
+        rm -rf "$tree_cache"
+        mv -T "$WORK/src" "$tree_cache" 2>/dev/null || true  # another build may have won
+    fi
     stage ""
     link_build
     [[ $MODULE_BUILT == yes ]] || note "built WITHOUT _faastlane (no Modules/_faastlanemodule.c)"
@@ -512,13 +543,25 @@ cmd_build() {
 }
 
 cmd_prune() {
-    local keep="" d
-    [[ -L $HERE/build ]] && keep=$(readlink "$HERE/build")
+    local keep="" keep_tree="" d key
+    if [[ -L $HERE/build ]]; then
+        keep=$(readlink "$HERE/build")
+        keep_tree=$RUNTIMES/tree-$(sed -n 's/^base=//p' "$keep/$MARKER" 2>/dev/null || true)
+    fi
     [[ -d $RUNTIMES ]] || return 0
     for d in "$RUNTIMES"/*/ "$RUNTIMES"/.work-*; do
         [[ -e $d ]] || continue
         d=${d%/}
-        [[ $d == "$keep" || $d == "$RUNTIMES/logs" ]] && continue
+        [[ $d == "$keep" || $d == "$keep_tree" || $d == "$RUNTIMES/logs" ]] && continue
+        # A build holding its key's lock is still using its work folder or
+        # checking its new prefix.
+        key=${d##*/}
+        key=${key#.work-}
+        key=${key%%.*}
+        if [[ -f $RUNTIMES/$key.lock ]] && ! flock -n "$RUNTIMES/$key.lock" true; then
+            note "keeping $d: its build is running"
+            continue
+        fi
         note "removing $d"
         rm -rf "$d"
     done
@@ -533,7 +576,7 @@ main() {
         shift
     fi
     OPT_SOURCE="" OPT_INTO="" OPT_PATCHES="$HERE/patches" OPT_MODULES="$HERE/Modules"
-    OPT_JOBS=$(nproc) OPT_DEPS=yes OPT_LINK=yes OPT_KEEP_WORK=no
+    OPT_JOBS=$(nproc) OPT_DEPS=yes OPT_LINK=yes OPT_KEEP_WORK=no OPT_FRESH=no
     ARGS=()
     while [[ $# -gt 0 ]]; do
         case $1 in
@@ -545,6 +588,7 @@ main() {
             --no-deps) OPT_DEPS=no; shift ;;
             --no-link) OPT_LINK=no; shift ;;
             --keep-work) OPT_KEEP_WORK=yes; shift ;;
+            --fresh) OPT_FRESH=yes; shift ;;
             -h|--help) usage; exit 0 ;;
             -*) usage >&2; die "unknown option $1" ;;
             *) ARGS+=("$1"); shift ;;

@@ -37,9 +37,12 @@ def pinned(field: str) -> str:
     raise KeyError(field)
 
 
-# configure writes a Makefile that "builds" and installs an interpreter which
-# forwards to the test's Python.  FAKE_FAIL=make|install and FAKE_SLEEP let a
-# test break or stall a stage; FAKE_RUNS counts configure runs.
+# configure writes a Makefile that "builds" and installs a venv of the test's
+# Python (so sys.prefix is the install prefix, as for the real runtime) that
+# sees the test's pip and, when Modules/Setup.local lists _faastlane, a
+# stand-in for the builtin module.  FAKE_FAIL=make|install, FAKE_SLEEP and FAKE_BROKEN (an
+# interpreter that prints this and fails) let a test break a stage; FAKE_RUNS
+# counts configure runs.
 FAKE_CONFIGURE = """\
 #!/bin/sh
 set -eu
@@ -55,9 +58,18 @@ all:
 \t@sleep $${FAKE_SLEEP:-0}
 \t@test "$${FAKE_FAIL:-}" != make || { echo "fake make: failing on purpose" >&2; exit 2; }
 install:
-\tmkdir -p $(DESTDIR)$(prefix)/bin
-\tprintf '#!/bin/sh\\nexec "%s" "$$@"\\n' "$${FAKE_PYTHON}" >$(DESTDIR)$(prefix)/bin/python3
-\tchmod +x $(DESTDIR)$(prefix)/bin/python3
+\tmkdir -p $(DESTDIR)$(prefix)
+\t$${FAKE_PYTHON} -m venv --without-pip $(DESTDIR)$(prefix)
+\techo "$${FAKE_PIP_PATH}" >$$(echo $(DESTDIR)$(prefix)/lib/python3*/site-packages)/fake-pip.pth
+\tcp Modules/Setup.local $(DESTDIR)$(prefix)/Setup.local
+\t@# "Compile in" _faastlane exactly when Setup.local asks for it.
+\tif grep -q '^_faastlane ' Modules/Setup.local; then \\
+\t    cd $$(echo $(DESTDIR)$(prefix)/lib/python3*/site-packages) && echo 'PRESENT = True' >_faastlane.py && \\
+\t    echo 'import sys; sys.builtin_module_names += ("_faastlane",)' >fake-builtin.pth; fi
+\t@# bin/python3 is a symlink to the test's Python: replace it, never write through it
+\t@test -z "$${FAKE_BROKEN:-}" || { rm -f $(DESTDIR)$(prefix)/bin/python3 && \\
+\t    printf '#!/bin/sh\\necho "%s" >&2; exit 1\\n' "$${FAKE_BROKEN}" >$(DESTDIR)$(prefix)/bin/python3 && \\
+\t    chmod +x $(DESTDIR)$(prefix)/bin/python3; }
 \t@test "$${FAKE_FAIL:-}" != install || { echo "fake install: failing on purpose" >&2; exit 2; }
 EOF
 """
@@ -119,7 +131,7 @@ class Script:
 
     def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 60):
         full_env = dict(os.environ)
-        full_env.update(FAASTLANE_CACHE=str(self.cache), FAKE_PYTHON=sys.executable)
+        full_env.update(fake_env(self.cache))
         full_env.update(env or {})
         return subprocess.run(
             ["bash", str(self.home / "build.sh"), *args],
@@ -128,6 +140,16 @@ class Script:
             env=full_env,
             timeout=timeout,
         )
+
+
+def fake_env(cache: Path) -> dict[str, str]:
+    """Environment for build.sh runs on miniature trees."""
+    try:
+        import pip
+    except ImportError:  # the smoke test of a build needs `python3 -m pip`
+        pytest.fail(f"{sys.executable} has no pip; run the tests from a venv")
+    return {"FAASTLANE_CACHE": str(cache), "FAKE_PYTHON": sys.executable,
+            "FAKE_PIP_PATH": str(Path(pip.__file__).resolve().parents[1])}
 
 
 @pytest.fixture

@@ -7,11 +7,10 @@ import hashlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from build_support import Script, make_source_tarball
+from build_support import Script, fake_env, make_source_tarball
 
 MARKER = ".faastlane-build-complete"
 
@@ -114,8 +113,7 @@ def test_failed_build_is_not_complete_and_keeps_its_log(script, fake_source, tmp
 
 def test_killed_build_is_not_complete_and_is_redone(script, fake_source, tmp_path):
     counter = tmp_path / "runs"
-    env = dict(os.environ, FAASTLANE_CACHE=str(script.cache), FAKE_PYTHON=sys.executable,
-               FAKE_SLEEP="30", FAKE_RUNS=str(counter))
+    env = dict(os.environ, **fake_env(script.cache), FAKE_SLEEP="30", FAKE_RUNS=str(counter))
     proc = subprocess.Popen(
         ["bash", str(script.home / "build.sh"), "build", "--no-deps", "--source", str(fake_source)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
@@ -143,10 +141,7 @@ def test_killed_build_is_not_complete_and_is_redone(script, fake_source, tmp_pat
 
 
 def test_runtime_failing_smoke_test_is_not_complete(script, fake_source, tmp_path):
-    broken = tmp_path / "broken-python"
-    broken.write_text("#!/bin/sh\necho 'ImportError: No module named _ssl' >&2\nexit 1\n")
-    broken.chmod(0o755)
-    result = build(script, fake_source, env={"FAKE_PYTHON": str(broken)})
+    result = build(script, fake_source, env={"FAKE_BROKEN": "ImportError: No module named _ssl"})
     assert result.returncode == 1
     assert "fails its smoke test" in result.stderr
     assert "No module named _ssl" in result.stderr
@@ -156,8 +151,7 @@ def test_runtime_failing_smoke_test_is_not_complete(script, fake_source, tmp_pat
 
 def test_concurrent_builds_of_one_key_build_once(script, fake_source, tmp_path):
     counter = tmp_path / "runs"
-    env = dict(os.environ, FAASTLANE_CACHE=str(script.cache), FAKE_PYTHON=sys.executable,
-               FAKE_SLEEP="2", FAKE_RUNS=str(counter))
+    env = dict(os.environ, **fake_env(script.cache), FAKE_SLEEP="2", FAKE_RUNS=str(counter))
     cmd = ["bash", str(script.home / "build.sh"), "build", "--no-deps", "--no-link",
            "--source", str(fake_source)]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -192,3 +186,57 @@ def test_prune_keeps_only_the_linked_runtime(script, fake_source):
     result = script.run("prune")
     assert result.returncode == 0, result.stderr
     assert not old.exists() and new.exists()
+
+
+def test_module_only_change_reuses_the_compiled_tree(script, fake_source, tmp_path):
+    counter = tmp_path / "runs"
+    env = {"FAKE_RUNS": str(counter)}
+    (script.modules / "_faastlanemodule.c").write_text("/* v1 */\n")
+    (script.modules / "old.c").write_text("/* dropped in v2 */\n")
+    first = build(script, fake_source, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "==> unpack" in first.stdout and "reusing its tree" not in first.stdout
+    v1 = prefix_of(script, fake_source)
+
+    (script.modules / "old.c").unlink()
+    (script.modules / "_faastlanemodule.c").write_text("/* v2 */\n")
+    (script.modules / "new.c").write_text("/* added in v2 */\n")
+    second = build(script, fake_source, env=env)
+    assert second.returncode == 0, second.stderr
+    assert "reusing its tree" in second.stdout and "==> unpack" not in second.stdout
+    v2 = prefix_of(script, fake_source)
+    assert v2 != v1 and runs(counter) == 2  # configured again for the new prefix
+    assert (v1 / "Setup.local").read_text().splitlines()[-1] == "_faastlane _faastlanemodule.c old.c"
+    assert (v2 / "Setup.local").read_text().splitlines()[-1] == "_faastlane _faastlanemodule.c new.c"
+    tree = next((script.cache / "cpython-mpk").glob("tree-*"))
+    assert (tree / "Modules" / "_faastlanemodule.c").read_text() == "/* v2 */\n"
+    assert not (tree / "Modules" / "old.c").exists()
+
+    fresh = build(script, fake_source, "--fresh", env=env)
+    assert fresh.returncode == 0 and "cache hit" in fresh.stdout  # --fresh never undoes a hit
+
+
+def test_prune_spares_a_running_build(script, fake_source, tmp_path):
+    env = dict(os.environ, **fake_env(script.cache), FAKE_SLEEP="30")
+    proc = subprocess.Popen(
+        ["bash", str(script.home / "build.sh"), "build", "--no-deps", "--source", str(fake_source)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "==> make -j" in line:
+                break
+        work = [p for p in (script.cache / "cpython-mpk").iterdir() if p.name.startswith(".work")]
+        assert len(work) == 1
+        result = script.run("prune")
+        assert result.returncode == 0, result.stderr
+        assert "its build is running" in result.stdout
+        assert work[0].is_dir()
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    # Once nobody holds the lock the leftover goes.
+    assert "removing" in script.run("prune").stdout
+    assert not work[0].exists()

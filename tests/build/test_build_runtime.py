@@ -62,7 +62,7 @@ def test_is_the_pinned_cpython_with_its_prefix_in_the_cache(python):
     assert out.returncode == 0, out.stderr
     version, prefix, config_args = out.stdout.splitlines()
     assert version == pinned("version")
-    assert Path(prefix) == BUILD.resolve()
+    assert Path(prefix).resolve() == BUILD.resolve()
     assert "--enable-optimizations" not in config_args and "--with-lto" not in config_args
 
 
