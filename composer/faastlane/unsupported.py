@@ -35,10 +35,9 @@ def _machine(machine: Any, base: str, problems: list[Problem]) -> None:
                 problems.append(Problem(child(where, field), why))
         processor = state.get("ItemProcessor")
         if isinstance(processor, dict):
-            mode = processor.get("ProcessorConfig", {}).get("Mode", "INLINE")
-            if mode != "INLINE":
-                problems.append(Problem(child(where, "ItemProcessor", "ProcessorConfig", "Mode"),
-                                        "only INLINE Map processing is supported"))
+            # A DISTRIBUTED Map over its state input (readers, batchers and writers are
+            # refused above) runs its child executions like inline iterations: forked
+            # processes of this action.
             _machine(processor, child(where, "ItemProcessor"), problems)
         if isinstance(state.get("Iterator"), dict):
             _machine(state["Iterator"], child(where, "Iterator"), problems)
