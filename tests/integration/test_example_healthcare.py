@@ -65,12 +65,7 @@ def _run_ok(aws: LocalAws, *args: str, **env: str | None) -> Any:
 
 # --- the workflow, run by the CLI ---------------------------------------------------------
 
-@pytest.mark.parametrize("isolation", ["none", "process"])
-def test_report_and_protected_table_match_the_hand_derived_expectations(
-        aws: LocalAws, isolation: str) -> None:
-    report = _run_ok(aws, "--isolation", isolation)
-    assert report == _read("expected.json")
-
+def _check_protected_table(aws: LocalAws) -> None:
     items = aws.items(aws.exports["HEALTHCARE_TABLE"])
     consented = {rid for rid, r in RECORDS.items() if r["consent"] in STORED_CONSENTS}
     assert set(items) == consented == {"r-001", "r-002", "r-005"}
@@ -89,22 +84,19 @@ def test_report_and_protected_table_match_the_hand_derived_expectations(
         assert item["stripped_note"] == "".join(stripped) + note[position:]
 
 
-def test_analytics_only_ever_holds_masked_notes(aws: LocalAws) -> None:
+def _check_analytics_saw_only_masked_notes(analytics: dict[str, Any]) -> None:
     """Analytics hands on every field of every record it receives (its data set).
 
-    So its output is a complete view of its input: four records, each with only the
-    masked note and counts, and no PHI of any patient anywhere in it.
+    So its output is a complete view of its input: the consenting records, each with
+    only the masked note and counts, and no PHI of any patient anywhere in it.
     """
-    report = _run_ok(aws, "--isolation", "process")
-    analytics = report["analytics"]
     shared = [rid for rid, r in RECORDS.items() if r["consent"] in SHARED_CONSENTS]
     assert [r["record_id"] for r in analytics["dataset"]] == shared
     assert analytics["records_analysed"] == len(shared)
     for record in analytics["dataset"]:
         assert set(record) == {"record_id", "note", "masked", "conditions", "medications"}
     seen = json.dumps(analytics)
-    leaked = [text for text in ALL_PHI_TEXTS if text in seen]
-    assert leaked == []
+    assert [text for text in ALL_PHI_TEXTS if text in seen] == []
     # Masking removed exactly the spans found, one placeholder per span.
     for record in analytics["dataset"]:
         spans = PHI[record["record_id"]]
@@ -112,10 +104,20 @@ def test_analytics_only_ever_holds_masked_notes(aws: LocalAws) -> None:
         assert record["note"].count("[") == len(spans)
 
 
+@pytest.mark.parametrize("isolation", ["none", "process"])
+def test_report_table_and_analytics_input_match_the_hand_derived_expectations(
+        aws: LocalAws, isolation: str) -> None:
+    report = _run_ok(aws, "--isolation", isolation)
+    assert report == _read("expected.json")
+    _check_protected_table(aws)
+    _check_analytics_saw_only_masked_notes(report["analytics"])
+
+
 def test_untrusted_analytics_runs_in_its_own_process_by_default(aws: LocalAws) -> None:
     done = run_example("healthcare", "--input-file", str(INPUT), "--trace",
                        env=aws.environment())
     assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == _read("expected.json")
     lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
     header = next(line for line in lines if line.get("trace") == "faastlane")
     assert header["isolation"] == "process"  # faastlane.json marks Analytics untrusted
@@ -149,9 +151,9 @@ def test_phi_detection_really_goes_to_the_configured_endpoint(aws: LocalAws) -> 
 
 # --- the functions and the stand-in on their own ---------------------------------------------
 
-def _function(name: str, aws: LocalAws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+def _function(name: str, endpoints: LocalAws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """Import a handler module as Lambda would, with the local endpoints configured."""
-    wanted = {k: v for k, v in aws.environment().items() if k.startswith("AWS_")}
+    wanted = {k: v for k, v in endpoints.environment().items() if k.startswith("AWS_")}
     for key in [k for k in os.environ if k.startswith("AWS_")]:
         monkeypatch.delenv(key)
     for key, value in wanted.items():
@@ -165,8 +167,8 @@ def _function(name: str, aws: LocalAws, monkeypatch: pytest.MonkeyPatch) -> Modu
 
 
 def test_notes_longer_than_one_request_are_split_without_losing_offsets(
-        aws: LocalAws, monkeypatch: pytest.MonkeyPatch) -> None:
-    identifier = _function("PHIIdentifier", aws, monkeypatch)
+        local_aws: LocalAws, monkeypatch: pytest.MonkeyPatch) -> None:
+    identifier = _function("PHIIdentifier", local_aws, monkeypatch)
     filler = "Vitals stable overnight, no new complaints. " * 500  # 22,000 characters
     note = f"Seen by Dr. Alan Whitfield. {filler}Call 555-867-5309 on 03/05/2024."
     assert len(note) > identifier.MAX_TEXT
@@ -177,13 +179,40 @@ def test_notes_longer_than_one_request_are_split_without_losing_offsets(
         assert note[entity["BeginOffset"]:entity["EndOffset"]] == entity["Text"]
 
 
-def test_stand_in_enforces_the_service_limits_through_boto3(aws: LocalAws) -> None:
-    client = aws.client("comprehendmedical")
+def test_stand_in_enforces_the_service_limits_through_boto3(local_aws: LocalAws) -> None:
+    client = local_aws.client("comprehendmedical")
     with pytest.raises(client.exceptions.TextSizeLimitExceededException):
         client.detect_phi(Text="x" * 20_001)
     answer = client.detect_phi(Text="Blood pressure 118/76, BMI 23.4, A1c 7.9%.")
     assert answer["Entities"] == []
     assert answer["ModelVersion"]
+
+
+DETECTOR_CASES = [
+    ("Seen by Dr. Whitfield Monday morning.", [("NAME", "Whitfield")]),
+    ("Referred to Grace Hospital for imaging.", []),
+    ("Stage 3 disease, see page 12 of the chart.", []),
+    ("BP 118/76, pulse 72, BMI 23.4.", []),
+    ("Call +1 617 555 0123 or fax (617) 555-0199.",
+     [("PHONE_OR_FAX", "+1 617 555 0123"), ("PHONE_OR_FAX", "(617) 555-0199")]),
+    ("Results: https://portal.example.org/patient/8812 today.",
+     [("URL", "https://portal.example.org/patient/8812")]),
+    ("Lives at 12 Elm St, Apt 4B, Dayton, OH 45402 with her son.",
+     [("ADDRESS", "12 Elm St, Apt 4B, Dayton, OH 45402")]),
+    ("Patient is an 87-year-old man; wife Mary O'Brien-Smith present.",
+     [("AGE", "87"), ("NAME", "Mary O'Brien-Smith")]),
+    ("DOB: 14 February 1990; seen Jan 3.", [("DATE", "14 February 1990"), ("DATE", "Jan 3")]),
+    ("SSN 078-05-1120, MRN: A12-99871.", [("ID", "078-05-1120"), ("ID", "A12-99871")]),
+]
+
+
+@pytest.mark.parametrize("text,expected", DETECTOR_CASES)
+def test_stand_in_detects_phi_formats_and_leaves_clinical_numbers_alone(
+        local_aws: LocalAws, text: str, expected: list[tuple[str, str]]) -> None:
+    found = local_aws.client("comprehendmedical").detect_phi(Text=text)["Entities"]
+    assert [(e["Type"], e["Text"]) for e in found] == expected
+    for entity in found:
+        assert text[entity["BeginOffset"]:entity["EndOffset"]] == entity["Text"]
 
 
 def _post(url: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
@@ -196,8 +225,8 @@ def _post(url: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str
 
 
 def test_stand_in_speaks_the_json_protocol_and_rejects_what_the_service_rejects(
-        aws: LocalAws) -> None:
-    url = aws.exports["AWS_ENDPOINT_URL_COMPREHENDMEDICAL"] + "/"
+        local_aws: LocalAws) -> None:
+    url = local_aws.exports["AWS_ENDPOINT_URL_COMPREHENDMEDICAL"] + "/"
     signed = {"Content-Type": "application/x-amz-json-1.1",
               "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20240327/us-east-1/"
                                "comprehendmedical/aws4_request, SignedHeaders=host, "
