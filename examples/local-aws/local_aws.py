@@ -24,6 +24,7 @@ The state directory (default ``$FAASTLANE_LOCAL_AWS_DIR``, else
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import signal
@@ -194,12 +195,15 @@ def show(env: dict[str, str]) -> dict[str, Any]:
               for name in (env["HEALTHCARE_TABLE"], env["SENTIMENT_TABLE"])}
     queue_url = sqs.get_queue_url(QueueName=env["SENTIMENT_REVIEW_QUEUE"])["QueueUrl"]
     messages: dict[str, Any] = {}
-    while True:  # received messages stay hidden for a moment, then come back for next time
+    while True:  # hide each message while collecting, so every one is seen exactly once
         batch = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10,
-                                    VisibilityTimeout=2).get("Messages", [])
+                                    VisibilityTimeout=60).get("Messages", [])
         if not batch:
             break
         messages.update((m["MessageId"], m) for m in batch)
+    for message in messages.values():  # then put them back for the next look
+        sqs.change_message_visibility(QueueUrl=queue_url, VisibilityTimeout=0,
+                                      ReceiptHandle=message["ReceiptHandle"])
     return {"tables": tables, "review_queue": [json.loads(m["Body"]) for m in messages.values()]}
 
 
@@ -314,7 +318,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     state: Path = args.state_dir
     if args.command == "start":
-        sys.stdout.write(exports(start(state, setup=not args.no_setup)))
+        missing = [m for m in ("moto", "flask", "boto3") if importlib.util.find_spec(m) is None]
+        if missing:
+            print(f"{sys.executable} lacks {', '.join(missing)}: pip install 'moto[server]' "
+                  "boto3 (or pip install -e '.[examples]' in the repository)", file=sys.stderr)
+            return 1
+        try:
+            env = start(state, setup=not args.no_setup)
+        except RuntimeError as error:
+            print(f"local AWS endpoints: {error}", file=sys.stderr)
+            return 1
+        sys.stdout.write(exports(env))
         print(f"# local AWS endpoints running; stop them with: {HERE / 'stop'}"
               + (f" --state-dir {state}" if state != default_state_dir() else ""),
               file=sys.stderr)
