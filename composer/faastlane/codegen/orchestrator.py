@@ -18,7 +18,7 @@ from typing import Any
 from .. import __version__
 from ..runtime.execution import Options, PARALLEL_THREADS, PROCESS_ISOLATION
 from ..runtime.functions import FunctionSpec
-from ..runtime.model import (Choice, Fail, Machine, Map, Parallel, Pass,
+from ..runtime.model import (JSONATA, Choice, Fail, Machine, Map, Parallel, Pass,
                              State, Succeed, Task, Wait)
 
 _HEADER = '''"""Orchestrator for the workflow {name!r}.
@@ -112,7 +112,10 @@ def _summary(state: State, options: Options) -> str:
         return f"Parallel: {len(state.branches)} branches as {how}; {then}"
     if isinstance(state, Map):
         how = "threads" if options.parallel == PARALLEL_THREADS else "forked processes"
-        return f"Map: one iteration per item of {state.items_path!r} as {how}; {then}"
+        items = state.items_path
+        if state.query_language == JSONATA:
+            items = state.items if state.has_items else "$states.input"
+        return f"Map: one iteration per item of {items!r} as {how}; {then}"
     if isinstance(state, Choice):
         return f"Choice: {len(state.choices)} rules, default {state.default!r}"
     if isinstance(state, Fail):
