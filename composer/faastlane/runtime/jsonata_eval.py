@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Callable
@@ -75,8 +76,8 @@ def _evaluate(text: str, field: str, states: dict[str, Any],
     for name, value in variables.items():
         bindings[name] = engine.Utils.NULL_VALUE if value is None else value
     bindings["states"] = states
-    # jsonata-python evaluates on a per-thread "current" instance (used by $now and
-    # $eval); make it this expression's, not whichever was compiled last here.
+    # jsonata-python evaluates on a per-thread "current" instance, whose fields change
+    # during evaluation: make it this thread's own copy of the expression.
     engine.Jsonata.CURRENT.jsonata = expression
     try:
         result = expression.evaluate(None, bindings)
@@ -103,10 +104,22 @@ def _engine() -> Any:
     return jsonata
 
 
-@lru_cache(maxsize=1024)
+# Parsed expressions, per thread (see _evaluate); a forked child inherits its parent's.
+# They come from the workflow definition, so there are finitely many.
+_PARSED = threading.local()
+
+
 def _compile(text: str) -> Any:
-    """Parse one ``{% %}`` string once; evaluations reuse the tree (state transitions
-    are the hot path)."""
+    """Parse one ``{% %}`` string once per thread; evaluations reuse the tree (state
+    transitions are the hot path)."""
+    parsed: dict[str, Any] = _PARSED.__dict__.setdefault("expressions", {})
+    expression = parsed.get(text)
+    if expression is None:
+        expression = parsed[text] = _parse_expression(text)
+    return expression
+
+
+def _parse_expression(text: str) -> Any:
     engine = _engine()
     try:
         expression = engine.Jsonata(text[len(OPEN):-len(CLOSE)])
