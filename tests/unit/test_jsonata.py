@@ -264,3 +264,20 @@ def test_jsonata_catch_output_reads_error_output() -> None:
     default = jsonata(Par={"Type": "Parallel", "Branches": [failing], "Catch": [{
         "ErrorEquals": ["States.ALL"], "Next": "After"}]}, After={"Type": "Pass"})
     assert run(default, {}) == {"Error": "Oops", "Cause": "broken"}
+
+
+def test_compose_accepts_jsonata_and_variables_but_still_refuses_what_cannot_run() -> None:
+    # What composes: both query languages and Assign. Still refused with a pointer:
+    # fields the runtime would otherwise ignore (a distributed Map's ItemReader, the
+    # JSONPath Map's MaxConcurrencyPath).
+    from faastlane.unsupported import unsupported_features
+
+    runs = jsonata(T={"Type": "Task", "Resource": "f", "Arguments": {"a": "{% 1 %}"},
+                      "Assign": {"x": 1}, "Output": "{% $states.result %}"})
+    assert unsupported_features(runs) == []
+    refused = {"StartAt": "M", "States": {"M": {
+        "Type": "Map", "End": True, "MaxConcurrencyPath": "$.n",
+        "ItemReader": {"Resource": "arn:aws:states:::s3:getObject"},
+        "ItemProcessor": {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}}}}
+    assert sorted(p.pointer for p in unsupported_features(refused)) == [
+        "/States/M/ItemReader", "/States/M/MaxConcurrencyPath"]
