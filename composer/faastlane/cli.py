@@ -21,22 +21,7 @@ from .app import load_app
 from .compose import check_app, compose
 from .deploy.commands import COMMANDS as DEPLOY_COMMANDS, register as register_deploy
 from .errors import FaastlaneError, InvalidWorkflow
-from .runtime.execution import ISOLATION_MODES
-
-
-def _add_planning(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--isolation", choices=ISOLATION_MODES,
-                        help="mpk: private heaps per function; process: a process per "
-                             "function; none: threads sharing one heap (default: from "
-                             "faastlane.json, else process if any function is untrusted, "
-                             "else none)")
-    parser.add_argument("--vcpus", type=int, metavar="N",
-                        help="parallel processes at most (default: the CPUs available)")
-    variant = parser.add_mutually_exclusive_group()
-    variant.add_argument("--threads-only", action="store_true",
-                         help="run Parallel branches and Map iterations as threads (-Th)")
-    variant.add_argument("--processes-only", action="store_true",
-                         help="run every function in its own process (-P)")
+from .options import add_input, add_planning, planning, read_input
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -63,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("app", metavar="APP", help="the app folder")
     comp.add_argument("-o", "--output", required=True, metavar="OUT",
                       help="the action folder to write")
-    _add_planning(comp)
+    add_planning(comp)
 
     run = commands.add_parser(
         "run", help="compose and run a workflow locally",
@@ -71,15 +56,13 @@ def _parser() -> argparse.ArgumentParser:
                     "JSON on stdout (exit 0), or {\"Error\", \"Cause\"} of a failed "
                     "execution (exit 1). Functions' own output goes to stderr.")
     run.add_argument("app", metavar="APP", help="the app folder")
-    source = run.add_mutually_exclusive_group()
-    source.add_argument("--input", metavar="JSON", help="the execution input (default {})")
-    source.add_argument("--input-file", metavar="F", help="a file holding the input JSON")
+    add_input(run)
     run.add_argument("--trace", action="store_true",
                      help="write a per-state timeline (JSON lines) to stderr")
     run.add_argument("--keep", metavar="DIR",
                      help="compose into DIR and keep it (default: a temporary folder)")
-    _add_planning(run)
-    register_deploy(commands, _add_planning)
+    add_planning(run)
+    register_deploy(commands, add_planning)
     return parser
 
 
@@ -102,43 +85,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def _planning(args: argparse.Namespace) -> dict:
-    return {"isolation": args.isolation, "vcpus": args.vcpus,
-            "threads_only": args.threads_only, "processes_only": args.processes_only}
-
-
 def cmd_compose(args: argparse.Namespace) -> int:
-    out = compose(args.app, args.output, **_planning(args))
+    out = compose(args.app, args.output, **planning(args))
     print(f"wrote {out}: orchestrator.py, plan.json, faastlane_runtime/, functions/")
     return 0
 
 
-def _read_input(args: argparse.Namespace) -> str:
-    """The input text, checked to be JSON before anything is composed."""
-    if args.input_file:
-        try:
-            with open(args.input_file, encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as exc:
-            raise FaastlaneError(f"cannot read --input-file {args.input_file}: "
-                                 f"{exc.strerror}") from None
-        where = args.input_file
-    else:
-        text = args.input if args.input is not None else "{}"
-        where = "--input"
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FaastlaneError(f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, "
-                             f"column {exc.colno})") from None
-    return text
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    text = _read_input(args)
+    text = read_input(args)
     with tempfile.TemporaryDirectory(prefix="faastlane-run-") as scratch:
         out = args.keep or os.path.join(scratch, "action")
-        compose(args.app, out, **_planning(args))
+        compose(args.app, out, **planning(args))
         input_file = os.path.join(scratch, "input.json")
         with open(input_file, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -17,18 +17,12 @@ from typing import Any, Callable
 from . import bundle
 from .aws_lambda import LambdaClient
 from .deployer import deploy_lambda, deploy_openwhisk
+from ..options import planning, read_input
 from .errors import InvocationFailed
 from .openwhisk import OpenWhiskClient
 from .wskprops import resolve
 
 TARGETS = ("openwhisk", "lambda")
-_PLANNING = ("isolation", "vcpus", "threads_only", "processes_only")
-
-
-def _planning(args: argparse.Namespace) -> dict[str, Any]:
-    return {key: getattr(args, key) for key in _PLANNING}
-
-
 def _add_target(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", choices=TARGETS, required=True,
                         help="the platform: an OpenWhisk action or an AWS Lambda function")
@@ -114,12 +108,12 @@ def _describe(archive: bundle.Archive) -> str:
 
 def cmd_package(args: argparse.Namespace) -> int:
     if args.target == "openwhisk":
-        package = bundle.package_openwhisk(args.app, args.output, args.kind, **_planning(args))
+        package = bundle.package_openwhisk(args.app, args.output, args.kind, **planning(args))
         print(f"wrote {_describe(package.action)}: wsk action create {package.name} "
               f"{args.output} --kind {package.kind}")
         return 0
     lam = bundle.package_lambda(args.app, args.output, args.custom_runtime,
-                                args.python_prefix, **_planning(args))
+                                args.python_prefix, **planning(args))
     for archive in (lam.function, *lam.layers()):
         print(f"wrote {_describe(archive)}")
     print(f"runtime {lam.runtime}, handler {lam.handler}")
@@ -134,13 +128,13 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             # In the runtime image the action runs on cpython-mpk: vendor for its Python.
             kind = bundle.RUNTIME_IMAGE_KIND if args.docker else args.kind
             package = bundle.package_openwhisk(args.app, os.path.join(scratch, "action.zip"),
-                                               kind, **_planning(args))
+                                               kind, **planning(args))
             done = deploy_openwhisk(package, client, args.name or package.name, args.docker,
                                     args.memory, args.timeout, _say)
         else:
             lam_client = LambdaClient(args.profile, args.region)
             lam = bundle.package_lambda(args.app, scratch, args.custom_runtime,
-                                        args.python_prefix, **_planning(args))
+                                        args.python_prefix, **planning(args))
             done = deploy_lambda(lam, lam_client, args.name or lam.name, args.role,
                                  args.memory or 1024, args.timeout or 300, _say)
     print(f"deployed {done.name} to {done.platform}: faastlane invoke {done.name} "
@@ -149,9 +143,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 
 def cmd_invoke(args: argparse.Namespace) -> int:
-    from ..cli import _read_input  # noqa: PLC0415 (cli imports this module)
-
-    payload = json.loads(_read_input(args))
+    payload = json.loads(read_input(args))
     try:
         if args.target == "openwhisk":
             client = OpenWhiskClient(resolve(args.apihost, args.auth, args.namespace),
