@@ -1,20 +1,22 @@
 """A local stand-in for Amazon Comprehend Medical's ``DetectPHI``, for offline runs.
 
 Comprehend Medical has no local edition. This server speaks the part of its wire
-protocol that the healthcare example uses, so the example's functions call it through an
+protocols that the healthcare example uses, so the example's functions call it through an
 unmodified ``boto3.client("comprehendmedical")`` with ``AWS_ENDPOINT_URL_COMPREHENDMEDICAL``
-pointing here:
+pointing here. The service model lists two protocols and clients pick one, so both work:
 
-- AWS JSON 1.1: ``POST /``, ``X-Amz-Target: ComprehendMedical_20181030.<Operation>``,
-  ``Content-Type: application/x-amz-json-1.1``, a SigV4 ``Authorization`` header (its
-  presence and service are checked; the signature is not, there is no secret to check
-  it with);
+- AWS JSON 1.1 (what botocore picks today): ``POST /``, ``X-Amz-Target:
+  ComprehendMedical_20181030.<Operation>``, ``Content-Type: application/x-amz-json-1.1``;
+- Smithy RPC v2 CBOR: ``POST /service/ComprehendMedical_20181030/operation/<Operation>``,
+  ``smithy-protocol: rpc-v2-cbor``, a CBOR body (``cbor.py``);
+- either way a SigV4 ``Authorization`` header for ``comprehendmedical`` (its presence and
+  scope are checked; the signature is not, there is no secret to check it with);
 - ``DetectPHI``: request ``{"Text": ...}`` (1 to 20,000 characters), response
   ``{"Entities": [{"Id", "BeginOffset", "EndOffset", "Score", "Text", "Category",
   "Type", "Traits"}], "ModelVersion"}`` with offsets in code points, as the service
   documents them;
-- errors as the service returns them: HTTP 400 with ``{"__type": "InvalidRequestException",
-  "Message": ...}`` (also ``TextSizeLimitExceededException``, ``InvalidEncodingException``,
+- errors as the service returns them: HTTP 400 with ``__type`` ``InvalidRequestException``
+  (also ``TextSizeLimitExceededException``, ``InvalidEncodingException``,
   ``UnknownOperationException``), 403 ``MissingAuthenticationTokenException``.
 
 Detection is rule-based (``phi_detector.py``), not Amazon's model: it finds names, dates,
@@ -36,12 +38,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from phi_detector import detect_phi  # a sibling file, not a package
+import cbor  # sibling files, not a package
+from phi_detector import detect_phi
 
 TARGET_PREFIX = "ComprehendMedical_20181030."
 MAX_TEXT = 20_000  # BoundedLengthString in the service model
 MODEL_VERSION = "0.0.0-local-rules"  # says, in every response, that this is the stand-in
-CONTENT_TYPE = "application/x-amz-json-1.1"
 
 
 class ServiceError(Exception):
@@ -71,52 +73,120 @@ def detect_phi_operation(request: dict[str, Any]) -> dict[str, Any]:
 OPERATIONS = {"DetectPHI": detect_phi_operation}
 
 
+class JsonProtocol:
+    """AWS JSON 1.1: ``POST /``, the operation in ``X-Amz-Target``, a JSON body."""
+
+    content_type = "application/x-amz-json-1.1"
+    extra_headers: dict[str, str] = {}
+
+    @staticmethod
+    def operation(path: str, headers: Any) -> str:
+        target = headers.get("X-Amz-Target", "")
+        if path != "/" or not target.startswith(TARGET_PREFIX):
+            raise ServiceError(400, "UnknownOperationException",
+                               f"Operation {target or '(none)'} is not supported by the "
+                               f"local Comprehend Medical stand-in")
+        return str(target.removeprefix(TARGET_PREFIX))
+
+    @staticmethod
+    def decode(body: bytes) -> Any:
+        try:
+            return json.loads(body.decode("utf-8")) if body else {}
+        except UnicodeDecodeError:
+            raise ServiceError(400, "InvalidEncodingException",
+                               "The input text is not valid UTF-8") from None
+        except json.JSONDecodeError as error:
+            raise ServiceError(400, "SerializationException", str(error)) from None
+
+    @staticmethod
+    def encode(payload: dict[str, Any]) -> bytes:
+        return json.dumps(payload).encode("utf-8")
+
+    @staticmethod
+    def error(code: str, message: str) -> dict[str, Any]:
+        return {"__type": code, "Message": message}
+
+
+class CborProtocol:
+    """Smithy RPC v2 CBOR: ``POST /service/<prefix>/operation/<name>``, a CBOR body."""
+
+    content_type = "application/cbor"
+    extra_headers = {"smithy-protocol": "rpc-v2-cbor"}
+
+    @staticmethod
+    def operation(path: str, headers: Any) -> str:
+        prefix = f"/service/{TARGET_PREFIX.rstrip('.')}/operation/"
+        if not path.startswith(prefix):
+            raise ServiceError(404, "UnknownOperationException",
+                               f"{path} is not an operation of this service")
+        return path.removeprefix(prefix)
+
+    @staticmethod
+    def decode(body: bytes) -> Any:
+        try:
+            return cbor.decode(body) if body else {}
+        except cbor.CBORError as error:
+            if "UTF-8" in str(error):
+                raise ServiceError(400, "InvalidEncodingException",
+                                   "The input text is not valid UTF-8") from None
+            raise ServiceError(400, "SerializationException", str(error)) from None
+
+    @staticmethod
+    def encode(payload: dict[str, Any]) -> bytes:
+        return cbor.encode(payload)
+
+    @staticmethod
+    def error(code: str, message: str) -> dict[str, Any]:
+        return {"__type": f"com.amazonaws.comprehendmedical#{code}", "message": message}
+
+
+Protocol = type[JsonProtocol] | type[CborProtocol]
+
+
 class Handler(BaseHTTPRequestHandler):
     server_version = "ComprehendMedicalLocal/1"
     protocol_version = "HTTP/1.1"  # keep-alive, as botocore's connection pool expects
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        protocol: Protocol = (CborProtocol if self.headers.get("smithy-protocol") == "rpc-v2-cbor"
+                              else JsonProtocol)
         try:
-            self._reply(200, self._dispatch(body))
+            self._reply(protocol, 200, self._dispatch(protocol, body))
         except ServiceError as error:
-            self._reply(error.status, {"__type": error.code, "Message": error.message},
+            self._reply(protocol, error.status, protocol.error(error.code, error.message),
                         error.code)
 
     def do_GET(self) -> None:
         # Readiness probe for the start script; the service itself has no GET operations.
-        self._reply(200, {"service": "comprehendmedical", "model": MODEL_VERSION})
+        self._reply(JsonProtocol, 200, {"service": "comprehendmedical", "model": MODEL_VERSION})
 
-    def _dispatch(self, body: bytes) -> dict[str, Any]:
+    def _dispatch(self, protocol: Protocol, body: bytes) -> dict[str, Any]:
         auth = self.headers.get("Authorization", "")
         signed = auth.startswith("AWS4-HMAC-SHA256 ")
         if not signed or "/comprehendmedical/aws4_request" not in auth:
             raise ServiceError(403, "MissingAuthenticationTokenException",
                                "Missing Authentication Token")
-        target = self.headers.get("X-Amz-Target", "")
-        operation = OPERATIONS.get(target.removeprefix(TARGET_PREFIX)) \
-            if target.startswith(TARGET_PREFIX) else None
+        name = protocol.operation(self.path, self.headers)
+        operation = OPERATIONS.get(name)
         if operation is None:
             raise ServiceError(400, "UnknownOperationException",
-                               f"Operation {target or '(none)'} is not supported by the "
-                               f"local Comprehend Medical stand-in")
-        try:
-            request = json.loads(body.decode("utf-8")) if body else {}
-        except UnicodeDecodeError:
-            raise ServiceError(400, "InvalidEncodingException",
-                               "The input text is not valid UTF-8") from None
-        except json.JSONDecodeError as error:
-            raise ServiceError(400, "SerializationException", str(error)) from None
+                               f"Operation {name} is not supported by the local "
+                               f"Comprehend Medical stand-in")
+        request = protocol.decode(body)
         if not isinstance(request, dict):
-            raise ServiceError(400, "SerializationException", "Expected a JSON object")
+            raise ServiceError(400, "SerializationException", "Expected a structure")
         return operation(request)
 
-    def _reply(self, status: int, payload: dict[str, Any], error: str | None = None) -> None:
-        data = json.dumps(payload).encode("utf-8")
+    def _reply(self, protocol: Protocol, status: int, payload: dict[str, Any],
+               error: str | None = None) -> None:
+        data = protocol.encode(payload)
         self.send_response(status)
-        self.send_header("Content-Type", CONTENT_TYPE)
+        self.send_header("Content-Type", protocol.content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+        for header, value in protocol.extra_headers.items():
+            self.send_header(header, value)
         if error:
             self.send_header("x-amzn-ErrorType", error)
         self.end_headers()

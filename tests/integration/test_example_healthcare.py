@@ -251,6 +251,78 @@ def test_stand_in_speaks_the_json_protocol_and_rejects_what_the_service_rejects(
     assert (status, body["__type"]) == (400, "InvalidEncodingException")
 
 
+def test_stand_in_speaks_rpc_v2_cbor_to_botocore_too(
+        local_aws: LocalAws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service model offers JSON 1.1 and RPC v2 CBOR; a client that picks CBOR works.
+
+    botocore picks JSON today; a copy of its own model that offers only CBOR makes its
+    real CBOR serializer and parser talk to the stand-in.
+    """
+    import boto3
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_data("comprehendmedical")
+    model["metadata"].update(protocol="smithy-rpc-v2-cbor", protocols=["smithy-rpc-v2-cbor"])
+    folder = tmp_path / "comprehendmedical" / model["metadata"]["apiVersion"]
+    folder.mkdir(parents=True)
+    (folder / "service-2.json").write_text(json.dumps(model), encoding="utf-8")
+    monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path))
+    session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
+                                    region_name=local_aws.exports["AWS_DEFAULT_REGION"])
+    make: Any = session.client
+    client = make("comprehendmedical",
+                  endpoint_url=local_aws.exports["AWS_ENDPOINT_URL_COMPREHENDMEDICAL"])
+    assert client.meta.service_model.resolved_protocol == "smithy-rpc-v2-cbor"
+    text = "Café visit: Dr. Alan Whitfield, 555-867-5309."  # offsets count code points
+    found = client.detect_phi(Text=text)["Entities"]
+    assert [(e["Type"], e["Text"], e["BeginOffset"]) for e in found] == [
+        ("NAME", "Alan Whitfield", text.index("Alan")),
+        ("PHONE_OR_FAX", "555-867-5309", text.index("555"))]
+    with pytest.raises(client.exceptions.TextSizeLimitExceededException):
+        client.detect_phi(Text="x" * 20_001)
+
+
+def _cbor() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("local_aws_cbor",
+                                                  ROOT / "examples" / "local-aws" / "cbor.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Examples from RFC 8949, Appendix A.
+RFC_8949_EXAMPLES = [
+    ("1903e8", 1000), ("3903e7", -1000), ("f93c00", 1.0), ("fa47c35000", 100000.0),
+    ("fb3ff199999999999a", 1.1), ("f5", True), ("f6", None), ("6449455446", "IETF"),
+    ("4401020304", b"\x01\x02\x03\x04"), ("c11a514b67b0", 1363896240),
+    ("7f657374726561646d696e67ff", "streaming"),
+    ("9f018202039f0405ffff", [1, [2, 3], [4, 5]]),
+    ("a26161016162820203", {"a": 1, "b": [2, 3]}),
+    ("bf61610161629f0203ffff", {"a": 1, "b": [2, 3]}),
+]
+
+
+@pytest.mark.parametrize("encoded,value", RFC_8949_EXAMPLES)
+def test_cbor_codec_decodes_the_rfc_examples(encoded: str, value: Any) -> None:
+    assert _cbor().decode(bytes.fromhex(encoded)) == value
+
+
+@pytest.mark.parametrize("value,encoded", [
+    (1000, "1903e8"), (-1000, "3903e7"), (1.1, "fb3ff199999999999a"), ("IETF", "6449455446"),
+    ([1, [2, 3], [4, 5]], "8301820203820405"), ({"a": 1, "b": [2, 3]}, "a26161016162820203"),
+])
+def test_cbor_codec_encodes_as_the_rfc_does(value: Any, encoded: str) -> None:
+    assert _cbor().encode(value).hex() == encoded
+
+
+@pytest.mark.parametrize("broken", ["1903", "62ff", "a1616101ff", "82", "1c"])
+def test_cbor_codec_rejects_malformed_input(broken: str) -> None:
+    codec = _cbor()
+    with pytest.raises(codec.CBORError):
+        codec.decode(bytes.fromhex(broken))
+
+
 # --- the app's shape ---------------------------------------------------------------------
 
 def test_expected_phi_is_what_the_expected_masked_notes_hide() -> None:
