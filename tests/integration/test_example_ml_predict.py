@@ -126,7 +126,7 @@ def test_one_scan_is_classified_as_the_digit_drawn(inputs: Path, isolation: str)
 def test_batch_runs_every_scan_through_one_model(inputs: Path, isolation: str) -> None:
     request = _read(inputs / "input-batch.json")
     result, stderr = _run_ok("--input-file", str(inputs / "input-batch.json"),
-                             "--isolation", isolation, "--trace")
+                             "--isolation", isolation, "--vcpus", "2", "--trace")
     expected = _read(APP / "expected-batch.json")
     assert [_project(r, e) for r, e in zip(result["reports"], expected["reports"],
                                            strict=True)] == expected["reports"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ def _train() -> tuple[CalibratedClassifierCV, int]:
 
 _started = time.perf_counter()
 _MODEL, _TRAINED_ON = _train()
-_TRAINED_AT = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+_TRAINED_AT = datetime.now(UTC).isoformat(timespec="microseconds")
 print(f"Predict: trained {MODEL_NAME} on {_TRAINED_ON} digits in "
       f"{time.perf_counter() - _started:.2f} s", file=sys.stderr)  # a log line, not output
 

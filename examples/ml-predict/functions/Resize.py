@@ -34,9 +34,11 @@ class NoDigitFound(Exception):
 
 
 def _decode(event: dict[str, Any]) -> tuple[Image.Image, int]:
+    if not isinstance(event, dict) or "image" not in event:
+        raise InvalidImage("the event has no 'image' (base64 PNG or JPEG data)")
     try:
         data = base64.b64decode(event["image"], validate=True)
-    except (KeyError, TypeError, binascii.Error) as exc:
+    except (TypeError, binascii.Error) as exc:
         raise InvalidImage(f"'image' must be base64 image data: {exc}") from None
     try:
         image = Image.open(io.BytesIO(data))
@@ -46,7 +48,7 @@ def _decode(event: dict[str, Any]) -> tuple[Image.Image, int]:
             raise InvalidImage(f"{image.width}x{image.height} is more than "
                                f"{MAX_PIXELS} pixels")
         image.load()
-    except (UnidentifiedImageError, OSError) as exc:
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError) as exc:
         raise InvalidImage(f"cannot decode the image: {exc}") from None
     return image, len(data)
 
