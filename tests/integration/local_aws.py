@@ -143,26 +143,37 @@ def run_example(app: str, *args: str, env: dict[str, str]) -> subprocess.Complet
                           timeout=CLI_TIMEOUT, cwd=ROOT, env=env)
 
 
+def _script(name: str, state: Path) -> subprocess.CompletedProcess[str]:
+    env = {**clean_environment(), "PYTHON": sys.executable}
+    return subprocess.run([str(LOCAL_AWS / name), "--state-dir", str(state)], check=False,
+                          capture_output=True, text=True, timeout=SCRIPT_TIMEOUT, env=env)
+
+
+# Each test module that imports the fixture gets its own session-scoped instance of it;
+# they share one pair of servers, stopped when the last of them is torn down.
+_shared: dict[str, Any] = {"users": 0}
+
+
 @pytest.fixture(scope="session", name="local_aws")
 def local_aws_endpoints(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
-    state = tmp_path_factory.mktemp("local-aws")
-    env = {**clean_environment(), "PYTHON": sys.executable}
-    started = subprocess.run([str(LOCAL_AWS / "start"), "--state-dir", str(state)],
-                             check=False, capture_output=True, text=True,
-                             timeout=SCRIPT_TIMEOUT, env=env)
-    assert started.returncode == 0, f"examples/local-aws/start failed:\n{started.stderr}"
-    recorded = json.loads((state / "state.json").read_text())
+    if _shared["users"] == 0:
+        state = tmp_path_factory.mktemp("local-aws")
+        started = _script("start", state)
+        assert started.returncode == 0, f"examples/local-aws/start failed:\n{started.stderr}"
+        _shared.update(state=state, endpoints=LocalAws(parse_exports(started.stdout)),
+                       recorded=json.loads((state / "state.json").read_text()))
+    _shared["users"] += 1
     try:
-        yield LocalAws(parse_exports(started.stdout))
+        yield _shared["endpoints"]
     finally:
-        stopped = subprocess.run([str(LOCAL_AWS / "stop"), "--state-dir", str(state)],
-                                 check=False, capture_output=True, text=True,
-                             timeout=SCRIPT_TIMEOUT, env=env)
-        assert stopped.returncode == 0, stopped.stderr
-        for process in recorded["processes"].values():  # both servers are really gone
-            assert not Path(f"/proc/{process['pid']}").exists() or \
-                process["marker"] not in Path(f"/proc/{process['pid']}/cmdline").read_text(
-                    errors="replace"), process
+        _shared["users"] -= 1
+        if _shared["users"] == 0:
+            stopped = _script("stop", _shared["state"])
+            assert stopped.returncode == 0, stopped.stderr
+            for process in _shared["recorded"]["processes"].values():  # really gone
+                cmdline = Path(f"/proc/{process['pid']}/cmdline")
+                assert not cmdline.exists() or \
+                    process["marker"] not in cmdline.read_text(errors="replace"), process
 
 
 @pytest.fixture(name="aws")
