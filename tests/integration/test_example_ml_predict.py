@@ -141,6 +141,31 @@ def test_batch_runs_every_scan_through_one_model(inputs: Path, isolation: str) -
     assert len({s["pid"] for s in predict_runs}) > 1  # forked, not re-imported
 
 
+WARM_INVOKER = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import lambda_function  # the composed action's Lambda entry point
+event = json.load(open(sys.argv[2]))
+print(json.dumps([lambda_function.handler(event, None) for _ in range(3)]))
+"""
+
+
+def test_a_warm_lambda_container_trains_once_for_many_requests(inputs: Path,
+                                                               tmp_path: Path) -> None:
+    """The composed action, invoked three times in one process as a warm Lambda is."""
+    action = tmp_path / "action"
+    subprocess.run([sys.executable, "-m", "faastlane", "compose", str(APP), "-o",
+                    str(action)], check=True, capture_output=True, timeout=CLI_TIMEOUT)
+    done = subprocess.run([sys.executable, "-c", WARM_INVOKER, str(action),
+                           str(inputs / "input.json")], capture_output=True, text=True,
+                          timeout=CLI_TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    reports = json.loads(done.stdout)
+    assert [r["digit"] for r in reports] == [_read(APP / "expected.json")["digit"]] * 3
+    assert (done.stdout + done.stderr).count(TRAINING_LOG) == 1
+    assert len({r["model"]["trained_at"] for r in reports}) == 1
+
+
 def test_an_upload_that_is_not_an_image_fails_the_execution() -> None:
     request = {"image_id": "x", "image": base64.b64encode(b"GIF89a not really").decode()}
     done = _run("--input", json.dumps(request), "--isolation", "none")
