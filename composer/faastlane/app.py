@@ -109,7 +109,7 @@ def _load_settings(root: str, problems: list[Problem]) -> Settings:
             problems.append(Problem(f"/{key}", f"{SETTINGS_FILE}: {key} must be a "
                                                f"{expected.__name__}"))
         else:
-            values[key] = tuple(value) if expected is list else value
+            values[key] = tuple(value) if isinstance(value, list) else value
     return Settings(**values)
 
 

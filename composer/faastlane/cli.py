@@ -14,12 +14,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-from typing import Sequence
+from collections.abc import Sequence
 
 from . import __version__
 from .app import load_app
 from .compose import check_app, compose
-from .deploy.commands import COMMANDS as DEPLOY_COMMANDS, register as register_deploy
+from .deploy.commands import COMMANDS as DEPLOY_COMMANDS
+from .deploy.commands import register as register_deploy
 from .errors import FaastlaneError, InvalidWorkflow
 from .options import add_input, add_planning, planning, read_input
 

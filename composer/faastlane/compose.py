@@ -40,7 +40,7 @@ RUNTIME_PACKAGE = "faastlane_runtime"
 JSONATA_PACKAGE, JSONATA_DISTRIBUTION = "jsonata", "jsonata-python"
 _RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
 
-_OPENWHISK_ENTRY = '''"""OpenWhisk entry point of this Faastlane action; run as a script, the local CLI."""
+_OPENWHISK_ENTRY = '''"""OpenWhisk entry point of this Faastlane action; as a script, the local CLI."""
 
 import os
 import sys
@@ -61,7 +61,7 @@ if __name__ == "__main__":
     sys.exit(run_locally(ORCHESTRATOR))
 '''
 
-_LAMBDA_ENTRY = '''"""AWS Lambda entry point of this Faastlane action: handler lambda_function.handler."""
+_LAMBDA_ENTRY = '''"""AWS Lambda entry point of this Faastlane action: lambda_function.handler."""
 
 import os
 import sys

@@ -11,8 +11,14 @@ from typing import Any
 
 from .app import App
 from .errors import IsolationUnavailable
-from .runtime.execution import (MPK, NONE, PARALLEL_PROCESSES, PARALLEL_THREADS,
-                                PROCESS_ISOLATION, Options)
+from .runtime.execution import (
+    MPK,
+    NONE,
+    PARALLEL_PROCESSES,
+    PARALLEL_THREADS,
+    PROCESS_ISOLATION,
+    Options,
+)
 from .runtime.model import Machine, Map, Parallel, State, Task
 
 

@@ -125,7 +125,8 @@ def test_compose_writes_a_self_contained_action(app_dir: Path, tmp_path: Path) -
     # The action runs without faastlane installed: -S leaves site-packages off the path.
     probe = ("import importlib.util, sys\n"
              "assert importlib.util.find_spec('faastlane') is None\n"
-             "spec = importlib.util.spec_from_file_location('action', sys.argv[1] + '/__main__.py')\n"
+             "entry = sys.argv[1] + '/__main__.py'\n"
+             "spec = importlib.util.spec_from_file_location('action', entry)\n"
              "action = importlib.util.module_from_spec(spec)\n"
              "spec.loader.exec_module(action)\n"
              "print(action.main({'x': 1}))\n")

@@ -16,10 +16,21 @@ import re
 from typing import Any
 
 from .. import __version__
-from ..runtime.execution import Options, PARALLEL_THREADS, PROCESS_ISOLATION
+from ..runtime.execution import PARALLEL_THREADS, PROCESS_ISOLATION, Options
 from ..runtime.functions import FunctionSpec
-from ..runtime.model import (JSONATA, Choice, Fail, Machine, Map, Parallel, Pass,
-                             State, Succeed, Task, Wait)
+from ..runtime.model import (
+    JSONATA,
+    Choice,
+    Fail,
+    Machine,
+    Map,
+    Parallel,
+    Pass,
+    State,
+    Succeed,
+    Task,
+    Wait,
+)
 
 _HEADER = '''"""Orchestrator for the workflow {name!r}.
 

@@ -14,9 +14,10 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from . import trace
 from .errors import TIMEOUT, StatesError
@@ -64,7 +65,7 @@ class ExecutionTimedOut(StatesError):
 
 def iso_now() -> str:
     """The current instant as Step Functions writes timestamps (ms, 'Z')."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 

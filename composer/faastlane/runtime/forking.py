@@ -25,12 +25,14 @@ import selectors
 import signal
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from . import trace
 from .errors import TIMEOUT, StatesError
 from .functions import EXIT_ERROR
+
 _CHUNK = 1 << 20
 
 

@@ -13,9 +13,10 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from .errors import StatesError
 from .jsonvalue import NotJSONSerializable, detach

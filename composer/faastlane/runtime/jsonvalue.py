@@ -15,7 +15,6 @@ import decimal
 from typing import Any
 
 
-
 class NotJSONSerializable(TypeError):
     """A value that JSON cannot represent; ``where`` is a JSONPath to it."""
 

@@ -8,8 +8,9 @@ workflow and ``None`` when the workflow sets it to JSON ``null``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from .jsonata_eval import is_expression
 from .resources import task_target
@@ -237,7 +238,8 @@ def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
     common = _common(name, spec, language)
     language = common["query_language"]
     shared = _shared(spec, language)
-    io = {"input_path": _path(spec, "InputPath"), "output_path": _path(spec, "OutputPath")}
+    io: dict[str, Any] = {"input_path": _path(spec, "InputPath"),
+                          "output_path": _path(spec, "OutputPath")}
     if kind == "Pass":
         return Pass(**common, **io, **_payload(spec, "Parameters", "parameters"),
                     result=spec.get("Result"), has_result="Result" in spec,
@@ -274,7 +276,7 @@ def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
                         result_path=_path(spec, "ResultPath"),
                         retry=_retriers(spec), catch=_catchers(spec))
     if kind == "Map":
-        processor = spec.get("ItemProcessor", spec.get("Iterator"))
+        processor = spec["ItemProcessor"] if "ItemProcessor" in spec else spec["Iterator"]
         selector_key = "ItemSelector" if "ItemSelector" in spec else "Parameters"
         return Map(**common, **io, iterator=machine_from_asl(processor, language),
                    items_path=spec.get("ItemsPath", "$"), **_payload(spec, "Items", "items"),

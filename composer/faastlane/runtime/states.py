@@ -13,18 +13,36 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from . import intrinsics, paths, trace
 from .dataflow import DataFlow
-from .errors import (EXCEED_TOLERATED_FAILURE_THRESHOLD, QUERY_EVALUATION_ERROR, RUNTIME,
-                     StatesError, error_matches)
+from .errors import (
+    EXCEED_TOLERATED_FAILURE_THRESHOLD,
+    QUERY_EVALUATION_ERROR,
+    RUNTIME,
+    StatesError,
+    error_matches,
+)
 from .execution import Execution, ExecutionTimedOut, iso_now
 from .forking import Outcome
 from .jsonvalue import detach
-from .model import (Catcher, Choice, Fail, Machine, Map, Parallel, Pass, Retrier, State,
-                    Succeed, Task, Wait)
+from .model import (
+    Catcher,
+    Choice,
+    Fail,
+    Machine,
+    Map,
+    Parallel,
+    Pass,
+    Retrier,
+    State,
+    Succeed,
+    Task,
+    Wait,
+)
 from .resources import function_name_of
 
 Transition = tuple[Any, "str | None"]
@@ -32,13 +50,13 @@ Transition = tuple[Any, "str | None"]
 
 def run_machine(machine: Machine, data: Any, execution: Execution) -> Any:
     """Run a machine (the workflow, a branch or an iteration) from StartAt to its end."""
-    name: str | None = machine.start_at
+    name = machine.start_at
     while True:
         execution.check_deadline()
-        state = machine.states[name]
-        data, name = execute(state, data, execution)
-        if name is None:
+        data, next_name = execute(machine.states[name], data, execution)
+        if next_name is None:
             return data
+        name = next_name
 
 
 _RUNTIME_PREFIX = "An error occurred while executing the state"
@@ -161,9 +179,10 @@ def _task(state: Task, data: Any, execution: Execution) -> Transition:
         function = state.function
         event = effective
         if state.invoke_shape:
-            if function is None:
+            if function is None:  # Parameters named it with FunctionName.$
                 function = function_name_of(str(effective.get("FunctionName")))
             event = effective.get("Payload", {}) if isinstance(effective, dict) else {}
+        assert function is not None, "only lambda:invoke names its function at run time"
         # The function gets its own copy: a handler that mutates its event in place must
         # not change this state's input, which ResultPath and retries still use.
         result = execution.call_function(state.name, function, detach(event),
@@ -210,8 +229,8 @@ def _wait(state: Wait, data: Any, execution: Execution) -> Transition:
             when = _parse_timestamp(_jsonata_string(flow, state.timestamp, "Timestamp"),
                                     "Timestamp")
         else:
-            when = _parse_timestamp(flow.read(effective, state.timestamp_path),
-                                    f"TimestampPath '{state.timestamp_path}'")
+            path = str(state.timestamp_path)  # the validator required one of the four
+            when = _parse_timestamp(flow.read(effective, path), f"TimestampPath '{path}'")
         seconds = when.timestamp() - time.time()
     if seconds > 0:
         execution.sleep(seconds)
