@@ -10,22 +10,23 @@ from __future__ import annotations
 
 import copy
 import itertools
-import os
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from . import trace
+from .cpus import available_cpus
 from .errors import TIMEOUT, StatesError
 from .forking import Outcome, run_forked
 from .functions import EXIT_ERROR, FunctionRegistry, LoadedFunction
 from .jsonvalue import detach
 from .lambda_context import ACCOUNT, REGION
 from .model import PROCESS, THREAD
+from .remote import THREADS, Spiller
 from .variables import Variables
 
 NONE = "none"
@@ -46,14 +47,14 @@ class Options:
     parallel: str = PARALLEL_PROCESSES
     processes_only: bool = False  # -P: every function in its own process too
     vcpus: int = 0  # 0: the container's CPU count
+    # Parallel work wider than the vCPUs may spill to this many containers in all (this
+    # one included), for the Parallel/Map states the plan places on "containers".
+    max_containers: int = 1
+    placements: dict[str, str] = field(default_factory=dict)  # plan key -> placement
 
     def cpu_budget(self) -> int:
-        if self.vcpus > 0:
-            return self.vcpus
-        try:
-            return len(os.sched_getaffinity(0))
-        except AttributeError:  # not Linux
-            return os.cpu_count() or 1
+        """Parallel workers: ``vcpus``, else the CPUs the cpuset and CPU quota allow."""
+        return self.vcpus if self.vcpus > 0 else available_cpus()
 
 
 class ExecutionTimedOut(StatesError):
@@ -98,6 +99,7 @@ class Execution:
             "StateMachine": {"Id": machine_arn, "Name": workflow_name},
         }
         self.variables = Variables()
+        self.spiller: Spiller | None = None  # where parallel work goes (set by Orchestrator)
 
     def for_branch(self) -> Execution:
         """This execution as a Parallel branch or Map iteration sees it: the same
@@ -208,16 +210,30 @@ class Execution:
     # ------------------------------------------------------------------ parallel work
 
     def run_parallel(self, work: Sequence[Callable[[], Any]], max_concurrency: int,
-                     describe: Callable[[int], str], stop_on_error: bool) -> list[Outcome]:
-        """Run independent sub-machines (branches, iterations) side by side."""
-        workers = self.options.cpu_budget()
-        if max_concurrency > 0:
-            workers = min(workers, max_concurrency)
-        if self.options.parallel == PARALLEL_THREADS:
+                     describe: Callable[[int], str], stop_on_error: bool,
+                     state: Any = None, inputs: Sequence[Any] | None = None
+                     ) -> list[Outcome]:
+        """Run independent sub-machines (branches, iterations) side by side.
+
+        ``state`` (the Parallel or Map) and ``inputs`` (each job's input) let the plan's
+        placement apply: threads, forked processes, or groups in other containers.
+        """
+        budget = self.options.cpu_budget()
+        workers = min(budget, max_concurrency) if max_concurrency > 0 else budget
+        spiller = self.spiller if state is not None else None
+        if self.options.parallel == PARALLEL_THREADS or (
+                spiller is not None and spiller.placement(state) == THREADS):
             limit = max_concurrency if max_concurrency > 0 else len(work)
             return _run_on_threads(work, limit, stop_on_error)
-        outcomes = run_forked(work, workers, describe=describe, stop_on_error=stop_on_error,
-                              deadline=self.deadline)
+        groups = ([list(range(len(work)))] if spiller is None or inputs is None
+                  else spiller.groups(state, len(work), budget, max_concurrency))
+        if len(groups) > 1:
+            assert spiller is not None and inputs is not None
+            outcomes = spiller.run(self, state, work, inputs, groups, budget,
+                                   max_concurrency, describe, stop_on_error)
+        else:
+            outcomes = run_forked(work, workers, describe=describe,
+                                  stop_on_error=stop_on_error, deadline=self.deadline)
         for outcome in outcomes:
             trace.extend(outcome.records)
         self.check_deadline()

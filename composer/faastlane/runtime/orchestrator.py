@@ -17,6 +17,7 @@ from .errors import StatesError, error_object
 from .execution import Execution, Options
 from .functions import FunctionRegistry, FunctionSpec
 from .model import Machine
+from .remote import Spiller
 from .states import run_machine
 
 SUCCEEDED = "SUCCEEDED"
@@ -69,6 +70,7 @@ class Orchestrator:
         execution = Execution(self.name, execution_input, self.functions,
                               options or self.options, self.workflow.timeout_seconds,
                               execution_name)
+        execution.spiller = Spiller.from_environ(self.workflow, execution.options)
         try:
             output = run_machine(self.workflow, execution_input, execution)
         except StatesError as err:

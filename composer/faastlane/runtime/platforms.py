@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from .orchestrator import SUCCEEDED, Orchestrator
+from .remote import is_group_request, serve_group
 
 
 def openwhisk_main(orchestrator: Orchestrator, params: Any) -> dict[str, Any]:
@@ -21,6 +22,8 @@ def openwhisk_main(orchestrator: Orchestrator, params: Any) -> dict[str, Any]:
     The activation id (``__OW_ACTIVATION_ID``, set by the action container for each
     activation) names the execution, as the request id does on Lambda.
     """
+    if is_group_request(params):  # a copy of this action spilled branches to this one
+        return serve_group(orchestrator, params)
     result = orchestrator.execute(params, execution_name=os.environ.get("__OW_ACTIVATION_ID"))
     if result.status != SUCCEEDED:
         return {"error": {"Error": result.error, "Cause": result.cause}}
@@ -36,6 +39,8 @@ class WorkflowFailed(Exception):
 
 def lambda_handler(orchestrator: Orchestrator, event: Any, context: Any) -> Any:
     """Lambda's ``handler(event, context)``: the output, or raise the workflow's error."""
+    if is_group_request(event):
+        return serve_group(orchestrator, event)
     result = orchestrator.execute(event, execution_name=getattr(context, "aws_request_id", None))
     if result.status == SUCCEEDED:
         return result.output

@@ -285,7 +285,7 @@ def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
         work = [_machine_job(branch, effective, execution) for branch in state.branches]
         outcomes = execution.run_parallel(
             work, 0, describe=lambda i: f"branch {i} of Parallel '{state.name}'",
-            stop_on_error=True)
+            stop_on_error=True, state=state, inputs=[effective] * len(work))
         _raise_first_failure(outcomes)
         return flow.finish([outcome.value for outcome in outcomes])
 
@@ -360,7 +360,7 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
         outcomes = execution.run_parallel(
             work, flow.number(state.max_concurrency, "MaxConcurrency", minimum=0),
             describe=lambda i: f"iteration {i} of Map '{state.name}'",
-            stop_on_error=not tolerant)
+            stop_on_error=not tolerant, state=state, inputs=inputs)
         if not tolerant:
             _raise_first_failure(outcomes)
         failures = [o for o in outcomes if o.error is not None]

@@ -1,0 +1,380 @@
+"""Spilling Parallel branches and Map iterations to copies of this action.
+
+When a parallel section is wider than this container's vCPUs and the plan allows it
+(``max_containers`` > 1, the state placed on ``containers``), the jobs are split into
+groups, each sized to a container's vCPUs. This container runs the first group in forked
+processes; every other group goes to a copy of the same action, invoked through the
+platform's API (:mod:`invokers`) with a sub-workflow request:
+
+    {"__faastlane_group": {"state": "RunAuditRules", "jobs": [13, 14, ...],
+                           "inputs": [...] | "input": ..., "variables": {...},
+                           "context": {...}, "remaining": 41.5, ...}}
+
+The copy finds the Parallel/Map state by its plan key, runs those branches (or
+iterations) from their input with the outer variables and the parent's context object,
+and answers ``{"__faastlane_outcomes": [{"value": ...} | {"error", "cause"}, ...]}``.
+Results merge in job order. A request or answer over the platform's payload limit
+travels through the user's object store (:mod:`object_store`); without one, a group too
+big to send runs here instead.
+
+Each remote group is awaited by a forked child of its own, next to the child running
+the local group, so that :func:`forking.run_forked` gives every group the deadline,
+crash and cancellation rules of a local branch and the Orchestrator never forks while a
+thread of it holds a socket or a lock. A failed group fails each of its jobs with the
+platform's error (:mod:`invokers`), which Retry and Catch see as the branch's error; a
+group that answers without some job's result fails that job: nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from . import trace
+from .errors import RUNTIME, StatesError
+from .forking import Outcome, run_forked
+from .functions import EXIT_ERROR
+from .invokers import Invoker, invoker_from_environ
+from .model import Machine, Map, Parallel, State
+from .object_store import ObjectStore
+from .variables import Variables, _size  # the same per-variable accounting as Assign
+
+if TYPE_CHECKING:
+    from .execution import Execution, Options
+    from .orchestrator import Orchestrator
+
+GROUP_KEY = "__faastlane_group"
+OUTCOMES_KEY = "__faastlane_outcomes"
+STORED_KEY = "stored"  # the group request / answer is in the object store under this key
+
+# Placements of a Parallel or Map state (plan.json's "placement").
+THREADS = "threads"
+PROCESSES = "processes"
+CONTAINERS = "containers"
+
+_BRANCHES, _ITEMS = "Branches", "ItemProcessor"
+
+
+# --------------------------------------------------------------------- state keys
+
+
+def state_keys(machine: Machine, prefix: str = "") -> dict[int, str]:
+    """``id(state)`` -> its plan key (``Fetch``, ``Fetch/Branches/0/Inner``,
+    ``Rules/ItemProcessor/Check``) for every state of the workflow."""
+    keys: dict[int, str] = {}
+    for name, state in machine.states.items():
+        key = f"{prefix}{name}"
+        keys[id(state)] = key
+        if isinstance(state, Parallel):
+            for i, branch in enumerate(state.branches):
+                keys.update(state_keys(branch, f"{key}/{_BRANCHES}/{i}/"))
+        elif isinstance(state, Map):
+            keys.update(state_keys(state.iterator, f"{key}/{_ITEMS}/"))
+    return keys
+
+
+def find_state(machine: Machine, key: str) -> State:
+    """The state a plan key names; StatesError(States.Runtime) if there is none."""
+    parts = key.split("/")
+    state: State | None = None
+    while parts:
+        state = machine.states.get(parts.pop(0))
+        if state is None or not parts:
+            break
+        section = parts.pop(0)
+        if section == _BRANCHES and isinstance(state, Parallel) and parts:
+            index = int(parts.pop(0)) if parts[0].isdigit() else -1
+            if not 0 <= index < len(state.branches):
+                state = None
+                break
+            machine = state.branches[index]
+        elif section == _ITEMS and isinstance(state, Map):
+            machine = state.iterator
+        else:
+            state = None
+            break
+    if state is None or parts:
+        raise StatesError(RUNTIME, f"this action has no state {key!r} to run a group of")
+    return state
+
+
+def job_machine(state: State, index: int) -> Machine:
+    """What job ``index`` of a Parallel (a branch) or Map (the iterator) runs."""
+    if isinstance(state, Parallel):
+        return state.branches[index]
+    if isinstance(state, Map):
+        return state.iterator
+    raise StatesError(RUNTIME, f"state {state.name!r} is neither a Parallel nor a Map")
+
+
+# --------------------------------------------------------------------- groups
+
+
+def split(count: int, per_container: int, max_containers: int) -> list[list[int]]:
+    """Job indexes per container: as few containers as fit ``per_container`` jobs each,
+    at most ``max_containers``; beyond that the jobs are shared out evenly, in order."""
+    containers = max(1, min(max_containers, math.ceil(count / max(1, per_container))))
+    base, extra = divmod(count, containers)
+    groups, start = [], 0
+    for c in range(containers):
+        size = base + (1 if c < extra else 0)
+        groups.append(list(range(start, start + size)))
+        start += size
+    return [g for g in groups if g]
+
+
+def outcome_to_json(outcome: Outcome) -> dict[str, Any]:
+    if outcome.error is None:
+        return {"value": outcome.value}
+    message: dict[str, Any] = {"error": outcome.error.error, "cause": outcome.error.cause}
+    if outcome.cancelled:
+        message["cancelled"] = True
+    return message
+
+
+def outcome_from_json(message: Any, describe: str) -> Outcome:
+    if not isinstance(message, dict) or not ("value" in message or "error" in message):
+        return Outcome(error=StatesError(EXIT_ERROR, f"{describe}: the remote group "
+                                                     f"answered without its result"))
+    if "error" in message:
+        return Outcome(error=StatesError(message["error"], message.get("cause")),
+                       cancelled=bool(message.get("cancelled")))
+    return Outcome(value=message["value"], records=message.get("trace", []))
+
+
+def _first_failure(outcomes: Sequence[Outcome]) -> StatesError | None:
+    for outcome in outcomes:
+        if outcome.error is not None and not outcome.cancelled:
+            return outcome.error
+    return None
+
+
+def _group_answer(outcomes: Sequence[Outcome], stop_on_error: bool) -> list[dict[str, Any]]:
+    """A group's outcomes as JSON; with ``stop_on_error`` a failure is raised instead, so
+    that the other groups are cancelled as sibling branches are."""
+    failure = _first_failure(outcomes) if stop_on_error else None
+    if failure is not None:
+        raise failure
+    return [outcome_to_json(o) for o in outcomes]
+
+
+# --------------------------------------------------------------------- the spiller
+
+
+_KEYS: dict[int, tuple[Machine, dict[int, str]]] = {}
+
+
+class Spiller:
+    """Where one execution's parallel work goes: threads, processes or containers."""
+
+    def __init__(self, workflow: Machine, options: Options,
+                 invoker: Invoker | None, store: ObjectStore | None) -> None:
+        # Plan keys per state, computed once per workflow (the workflow is kept alive
+        # with them, so its id cannot be reused by another object).
+        self.keys = _KEYS.setdefault(id(workflow), (workflow, state_keys(workflow)))[1]
+        self.options = options
+        self.invoker = invoker
+        self.store = store
+
+    @classmethod
+    def from_environ(cls, workflow: Machine, options: Options) -> Spiller:
+        """The platform and store of this activation (OpenWhisk sets its API key per
+        activation, so this is made per execution, not per container)."""
+        return cls(workflow, options, invoker_from_environ(), ObjectStore.from_environ())
+
+    def key_of(self, state: State) -> str:
+        return self.keys.get(id(state), state.name)
+
+    def placement(self, state: State) -> str:
+        """The plan's placement for a Parallel/Map state (processes when unplanned)."""
+        return self.options.placements.get(self.key_of(state), PROCESSES)
+
+    def groups(self, state: State, count: int, workers: int, max_concurrency: int
+               ) -> list[list[int]]:
+        """Job groups of ``workers`` (this container's vCPUs) each, the first one this
+        container's; one group when nothing spills."""
+        if (self.invoker is None or self.options.max_containers <= 1
+                or self.placement(state) != CONTAINERS):
+            return [list(range(count))]
+        wanted = count if max_concurrency <= 0 else min(count, max_concurrency)
+        if wanted <= workers:
+            return [list(range(count))]
+        # MaxConcurrency bounds how many run at once in all containers together.
+        containers = min(self.options.max_containers, math.ceil(wanted / workers))
+        return split(count, math.ceil(count / containers), containers)
+
+    def run(self, execution: Execution, state: State, work: Sequence[Callable[[], Any]],
+            inputs: Sequence[Any], groups: list[list[int]], workers: int,
+            max_concurrency: int, describe: Callable[[int], str], stop_on_error: bool
+            ) -> list[Outcome]:
+        """Run the first group here and the others in copies of this action."""
+        count = len(work)
+        local = groups[0]
+        # MaxConcurrency holds for all containers together: each gets its share of it.
+        share = math.ceil(max_concurrency / len(groups)) if max_concurrency > 0 else 0
+
+        def local_group() -> list[dict[str, Any]]:
+            outcomes = run_forked([work[i] for i in local],
+                                  min(workers, share) if share else workers,
+                                  describe=lambda k: describe(local[k]),
+                                  stop_on_error=stop_on_error, deadline=execution.deadline)
+            for outcome in outcomes:
+                trace.extend(outcome.records)
+            return _group_answer(outcomes, stop_on_error)
+
+        def remote_group(jobs: list[int]) -> Callable[[], list[dict[str, Any]]]:
+            return lambda: self._invoke(execution, state, jobs, inputs, share,
+                                        stop_on_error)
+
+        jobs = [local_group] + [remote_group(g) for g in groups[1:]]
+        answers = run_forked(jobs, len(jobs), stop_on_error=stop_on_error,
+                             deadline=execution.deadline,
+                             describe=lambda g: f"the group of {describe(groups[g][0])} "
+                                                f"and {len(groups[g]) - 1} more")
+        merged: list[Outcome | None] = [None] * count
+        for group, answer in zip(groups, answers):
+            trace.extend(answer.records)
+            if answer.error is not None:
+                for index in group:
+                    merged[index] = Outcome(error=answer.error, cancelled=answer.cancelled)
+                continue
+            values = answer.value if isinstance(answer.value, list) else []
+            for position, index in enumerate(group):
+                message = values[position] if position < len(values) else None
+                merged[index] = outcome_from_json(message, describe(index))
+        return [o if o is not None else Outcome(error=StatesError(EXIT_ERROR, "lost"))
+                for o in merged]
+
+    # ----------------------------------------------------------------- the caller side
+
+    def _invoke(self, execution: Execution, state: State, jobs: list[int],
+                inputs: Sequence[Any], max_concurrency: int, stop_on_error: bool
+                ) -> list[dict[str, Any]]:
+        """Body of the child awaiting one remote group: its outcomes as JSON."""
+        assert self.invoker is not None
+        shared = all(inputs[i] is inputs[jobs[0]] for i in jobs)
+        request: dict[str, Any] = {
+            "state": self.key_of(state), "jobs": jobs,
+            **({"input": inputs[jobs[0]]} if shared else {"inputs": [inputs[i] for i in jobs]}),
+            "variables": dict(execution.variables.view),
+            "context": execution.context_base, "execution": execution.name,
+            "remaining": execution.remaining(), "stop_on_error": stop_on_error,
+            "max_concurrency": max_concurrency, "reply_limit": self.invoker.payload_limit,
+        }
+        body = {GROUP_KEY: request}
+        stored = None
+        if len(json.dumps(body, separators=(",", ":"))) > self.invoker.payload_limit:
+            if self.store is None:
+                return self._run_here(execution, state, jobs, inputs, stop_on_error)
+            stored = self.store.put_json(request, "group")
+            body = {GROUP_KEY: {STORED_KEY: stored}}
+        started = trace.now()
+        try:
+            answer = self.invoker.invoke(body, execution.remaining())
+        finally:
+            if stored is not None:
+                self.store.delete(stored)  # type: ignore[union-attr]
+        trace.record(state=state.name, type="RemoteGroup", platform=self.invoker.platform,
+                     jobs=len(jobs), start=started, end=trace.now(),
+                     stored=stored is not None)
+        return self._answer_outcomes(answer, len(jobs), stop_on_error)
+
+    def _answer_outcomes(self, answer: Any, count: int, stop_on_error: bool
+                         ) -> list[dict[str, Any]]:
+        if isinstance(answer, dict) and STORED_KEY in answer and self.store is not None:
+            key = answer[STORED_KEY]
+            answer = self.store.get_json(key)
+            self.store.delete(key)
+        if isinstance(answer, dict) and isinstance(answer.get("group_error"), dict):
+            failure = answer["group_error"]
+            raise StatesError(failure.get("error") or EXIT_ERROR, failure.get("cause"))
+        outcomes = answer.get(OUTCOMES_KEY) if isinstance(answer, dict) else None
+        if not isinstance(outcomes, list):
+            raise StatesError(EXIT_ERROR, f"a remote group answered without outcomes: "
+                                          f"{json.dumps(answer)[:300]}")
+        decoded = [outcome_from_json(m, "a remote job") for m in outcomes[:count]]
+        decoded += [outcome_from_json(None, "a remote job")] * (count - len(decoded))
+        return _group_answer(decoded, stop_on_error)
+
+    def _run_here(self, execution: Execution, state: State, jobs: list[int],
+                  inputs: Sequence[Any], stop_on_error: bool) -> list[dict[str, Any]]:
+        """A group too big to send without a store: run it in this container after all."""
+        trace.record(state=state.name, type="RemoteGroup", platform="local", jobs=len(jobs),
+                     start=trace.now(), end=trace.now(),
+                     reason="over the payload limit and no object store configured")
+        work = [_job(state, i, inputs[i], execution) for i in jobs]
+        outcomes = run_forked(work, execution.options.cpu_budget(),
+                              stop_on_error=stop_on_error, deadline=execution.deadline)
+        for outcome in outcomes:
+            trace.extend(outcome.records)
+        return _group_answer(outcomes, stop_on_error)
+
+
+def _job(state: State, index: int, data: Any, execution: Execution) -> Callable[[], Any]:
+    from .states import run_machine  # states imports execution, which imports this module
+
+    branch = execution.for_branch()
+    machine = job_machine(state, index)
+    return lambda: run_machine(machine, data, branch)
+
+
+# --------------------------------------------------------------------- the copy's side
+
+
+def is_group_request(params: Any) -> bool:
+    return isinstance(params, dict) and GROUP_KEY in params
+
+
+def serve_group(orchestrator: Orchestrator, params: dict[str, Any]) -> dict[str, Any]:
+    """The sub-workflow entry: run one group of a Parallel/Map for another copy."""
+    from .execution import Execution  # noqa: PLC0415 (import cycle through states)
+
+    store = ObjectStore.from_environ()
+    request = params[GROUP_KEY]
+    if STORED_KEY in request:
+        if store is None:
+            return _failed_answer(StatesError(RUNTIME, "a stored group request arrived but "
+                                                       "no FAASTLANE_SPILL_STORE is set"))
+        request = store.get_json(request[STORED_KEY])
+    try:
+        state = find_state(orchestrator.workflow, request["state"])
+        jobs = request["jobs"]
+        inputs = request["inputs"] if "inputs" in request else [request["input"]] * len(jobs)
+        # A group never spills again: its width was sized to this container.
+        options = replace(orchestrator.options, max_containers=1)
+        execution = Execution(orchestrator.name, request["context"]["Execution"]["Input"],
+                              orchestrator.functions, options, request.get("remaining"),
+                              request.get("execution"))
+        execution.context_base = request["context"]
+        execution.spiller = Spiller(orchestrator.workflow, options, None, None)
+        variables = request.get("variables") or {}
+        execution.variables = Variables(variables, sum(_size(v) for v in variables.values()))
+        work = [_job(state, i, data, execution) for i, data in zip(jobs, inputs)]
+        workers = options.cpu_budget()
+        if request.get("max_concurrency", 0) > 0:
+            workers = min(workers, request["max_concurrency"])
+        started = time.monotonic()
+        outcomes = run_forked(work, workers, stop_on_error=request.get("stop_on_error", True),
+                              deadline=execution.deadline,
+                              describe=lambda k: f"job {jobs[k]} of {state.name!r}")
+    except StatesError as err:
+        return _failed_answer(err)
+    answer = {OUTCOMES_KEY: [outcome_to_json(o) for o in outcomes],
+              "seconds": round(time.monotonic() - started, 6)}
+    limit = request.get("reply_limit")
+    if limit and len(json.dumps(answer, separators=(",", ":"))) > limit:
+        if store is None:
+            return _failed_answer(StatesError(
+                "States.DataLimitExceeded", f"the results of {len(jobs)} jobs of "
+                                            f"{state.name!r} exceed the platform's payload "
+                                            f"limit and no FAASTLANE_SPILL_STORE is set"))
+        return {STORED_KEY: store.put_json(answer, "outcomes")}
+    return answer
+
+
+def _failed_answer(error: StatesError) -> dict[str, Any]:
+    """Every job of the group fails with ``error``: the caller raises it for the group."""
+    return {"group_error": {"error": error.error, "cause": error.cause}}
