@@ -47,18 +47,18 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+if __name__ == "__main__":
+    # The local CLI loads the Orchestrator itself, once stdout is reserved for the result.
+    from faastlane_runtime.local import main as run_locally
+
+    sys.exit(run_locally(lambda: __import__("orchestrator").ORCHESTRATOR))
+
 from faastlane_runtime.platforms import openwhisk_main  # noqa: E402
 from orchestrator import ORCHESTRATOR  # noqa: E402  (pre-imports every function)
 
 
 def main(args):
     return openwhisk_main(ORCHESTRATOR, args)
-
-
-if __name__ == "__main__":
-    from faastlane_runtime.local import main as run_locally
-
-    sys.exit(run_locally(ORCHESTRATOR))
 '''
 
 _LAMBDA_ENTRY = '''"""AWS Lambda entry point of this Faastlane action: lambda_function.handler."""
@@ -97,15 +97,17 @@ def check_app(app: App) -> tuple[Any, list[Problem]]:
 
 
 def prepare(app_path: str, isolation: str | None = None, vcpus: int | None = None,
-            threads_only: bool = False, processes_only: bool = False) -> Composition:
+            threads_only: bool = False, processes_only: bool = False,
+            max_containers: int | None = None) -> Composition:
     """Load, validate, model and plan an app; raise InvalidWorkflow listing all problems."""
     app = load_app(app_path)
     definition, problems = check_app(app)
     if problems:
         raise InvalidWorkflow(problems, os.path.join(app_path, WORKFLOW_FILE))
     mode, reason = choose_isolation(app, isolation)
-    options = make_options(app, mode, vcpus, threads_only, processes_only)
     workflow = machine_from_asl(definition)
+    options = make_options(app, mode, vcpus, threads_only, processes_only, workflow,
+                           max_containers)
     return Composition(app, definition, workflow, options,
                        make_plan(app, workflow, options, reason))
 

@@ -158,3 +158,15 @@ def test_mpk_isolation_is_refused_clearly(app_dir: Path) -> None:
     assert done.code == 2
     assert "isolation 'mpk'" in done.stderr and "--isolation process" in done.stderr
     assert done.stdout == ""
+
+
+def test_module_level_prints_never_reach_stdout(app_dir: Path) -> None:
+    write_app(app_dir, chain(("E", task("noisy"))), {"noisy": """
+        print("loading the model...")
+
+        def handler(event, context):
+            return event
+    """})
+    done = faastlane("run", str(app_dir), "--input", '{"ok": 1}')
+    assert (done.code, done.stdout) == (0, '{"ok": 1}\n')
+    assert "loading the model..." in done.stderr

@@ -12,7 +12,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from . import trace
 from .execution import ISOLATION_MODES, PARALLEL_PROCESSES, PARALLEL_THREADS
@@ -58,9 +58,16 @@ def _die(message: str) -> None:
     raise SystemExit(2)
 
 
-def main(orchestrator: Orchestrator, argv: list[str] | None = None) -> int:
+def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int:
+    """Run one execution; ``load`` builds the Orchestrator (importing every function)
+    after standard output has been handed to standard error, so that even a function's
+    module-level prints cannot mix with the result."""
     args = _parser().parse_args(argv)
     execution_input = read_input(args)
+    result_fd = os.dup(1)
+    sys.stdout.flush()
+    os.dup2(2, 1)  # from here on, anything printed goes to stderr
+    orchestrator = load()
     parallel = PARALLEL_THREADS if args.threads_only else (
         PARALLEL_PROCESSES if args.processes_only else None)
     options = orchestrator.with_options(
@@ -68,9 +75,6 @@ def main(orchestrator: Orchestrator, argv: list[str] | None = None) -> int:
         processes_only=True if args.processes_only else None)
     if args.trace:
         trace.enable()
-    result_fd = os.dup(1)
-    sys.stdout.flush()
-    os.dup2(2, 1)  # from here on, anything printed goes to stderr
     start = trace.now()
     result = orchestrator.execute(execution_input, options)
     end = trace.now()
