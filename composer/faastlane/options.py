@@ -9,7 +9,7 @@ from typing import Any
 from .errors import FaastlaneError
 from .runtime.execution import ISOLATION_MODES
 
-_PLANNING = ("isolation", "vcpus", "threads_only", "processes_only")
+_PLANNING = ("isolation", "vcpus", "threads_only", "processes_only", "max_containers")
 
 
 def add_planning(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +21,9 @@ def add_planning(parser: argparse.ArgumentParser) -> None:
                              "else none)")
     parser.add_argument("--vcpus", type=int, metavar="N",
                         help="parallel processes at most (default: the CPUs available)")
+    parser.add_argument("--max-containers", type=int, metavar="M",
+                        help="let parallel work wider than the vCPUs spill to copies of "
+                             "the action, M containers in all (default 1: no spilling)")
     variant = parser.add_mutually_exclusive_group()
     variant.add_argument("--threads-only", action="store_true",
                          help="run Parallel branches and Map iterations as threads (-Th)")

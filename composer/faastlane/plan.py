@@ -2,24 +2,39 @@
 
 The plan is made at compose time from the workflow's shape, the app's settings and the
 command line; the Orchestrator reads its options back when it loads.
+
+Each Parallel and Map state gets one of three placements, weighing what a hand-off costs:
+
+``threads``     its branches call no function: forking would cost more than they compute;
+``processes``   forked children of this container, at most ``vcpus`` at a time; a hand-off
+                is a fork and a pipe (about a millisecond, state copied on write);
+``containers``  the same, plus groups of ``vcpus`` jobs sent to copies of the action when
+                the section is wider than this container's vCPUs; a hand-off is a
+                platform invocation (tens of milliseconds warm, its payload over the
+                network, through the object store past the platform's limit).
+
+Only outermost parallel states spill: a nested one runs inside a group already sized to
+its container, and a copy that runs a group never spills again.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import Any
 
 from .app import App
-from .errors import IsolationUnavailable
-from .runtime.execution import (
-    MPK,
-    NONE,
-    PARALLEL_PROCESSES,
-    PARALLEL_THREADS,
-    PROCESS_ISOLATION,
-    Options,
-)
-from .runtime.model import Machine, Map, Parallel, State, Task
+from .errors import FaastlaneError, IsolationUnavailable
+from .runtime.execution import (MPK, NONE, PARALLEL_PROCESSES, PARALLEL_THREADS,
+                                PROCESS_ISOLATION, Options)
+from .runtime.invokers import LAMBDA_PAYLOAD_LIMIT, OPENWHISK_PAYLOAD_LIMIT
+from .runtime.model import Machine, Map, Parallel, State, Task, walk_states
+from .runtime.remote import CONTAINERS, PROCESSES, THREADS, state_keys
+
+# Typical hand-off costs, reported in plan.json so the choice can be checked against a
+# benchmark (bench/ measures both on the target).
+FORK_HANDOFF_MS = 1.0
+INVOKE_HANDOFF_MS = 40.0
 
 
 def choose_isolation(app: App, requested: str | None) -> tuple[str, str]:
@@ -45,15 +60,89 @@ def choose_isolation(app: App, requested: str | None) -> tuple[str, str]:
     return mode, reason
 
 
+def _calls_functions(machine: Machine) -> bool:
+    return any(isinstance(state, Task) for state in walk_states(machine))
+
+
+def _machines(state: Parallel | Map) -> tuple[Machine, ...]:
+    return state.branches if isinstance(state, Parallel) else (state.iterator,)
+
+
+def decide(state: Parallel | Map, vcpus: int, max_containers: int, parallel: str,
+           nested: bool) -> tuple[str, str]:
+    """A Parallel/Map state's placement and the reason for it.
+
+    ``vcpus`` 0 means the container's own count, known only at run time.
+    """
+    if parallel == PARALLEL_THREADS:
+        return THREADS, "threads-only variant (-Th): parallel work shares the GIL"
+    if not any(_calls_functions(m) for m in _machines(state)):
+        return THREADS, ("its branches call no function: evaluating them on threads costs "
+                         f"less than forking (~{FORK_HANDOFF_MS:g} ms a process)")
+    budget = f"{vcpus} vCPUs" if vcpus else "the container's vCPUs (counted at run time)"
+    local = (f"forked processes, at most {budget} at a time, results over pipes "
+             f"(~{FORK_HANDOFF_MS:g} ms a hand-off)")
+    if max_containers <= 1:
+        return PROCESSES, f"{local}; --max-containers 1: no spilling"
+    if nested:
+        return PROCESSES, (f"{local}; nested in a parallel state, so it already runs in a "
+                           "group sized to its container")
+    if isinstance(state, Parallel):
+        width = len(state.branches)
+        if vcpus and width <= vcpus:
+            return PROCESSES, f"{width} branches fit {vcpus} vCPUs: {local}"
+        if vcpus:
+            containers = min(max_containers, math.ceil(width / vcpus))
+            return CONTAINERS, (
+                f"{width} branches exceed {vcpus} vCPUs: groups of about "
+                f"{math.ceil(width / containers)} in {containers} containers, this one "
+                f"included; a remote group costs one invocation (~{INVOKE_HANDOFF_MS:g} ms "
+                f"warm) where a local branch beyond the vCPUs would wait a whole round")
+    return CONTAINERS, (
+        f"{local}; when there are more jobs than {budget}, groups sized to a container's "
+        f"vCPUs go to copies of this action (at most {max_containers} containers in all, "
+        f"~{INVOKE_HANDOFF_MS:g} ms an invocation warm; payloads over the platform's limit "
+        f"through FAASTLANE_SPILL_STORE)")
+
+
+def placements(workflow: Machine, vcpus: int, max_containers: int, parallel: str
+               ) -> dict[str, tuple[str, str]]:
+    """Plan key -> (placement, reason) for every Parallel and Map state."""
+    keys = state_keys(workflow)
+    decided: dict[str, tuple[str, str]] = {}
+
+    def visit(machine: Machine, nested: bool) -> None:
+        for state in machine.states.values():
+            if isinstance(state, (Parallel, Map)):
+                decided[keys[id(state)]] = decide(state, vcpus, max_containers, parallel,
+                                                  nested)
+                for inner in _machines(state):
+                    visit(inner, True)
+
+    visit(workflow, False)
+    return decided
+
+
 def make_options(app: App, isolation: str, vcpus: int | None, threads_only: bool,
-                 processes_only: bool) -> Options:
-    return Options(isolation=isolation,
-                   parallel=PARALLEL_THREADS if threads_only else PARALLEL_PROCESSES,
-                   processes_only=processes_only,
-                   vcpus=vcpus if vcpus is not None else (app.settings.vcpus or 0))
+                 processes_only: bool, workflow: Machine | None = None,
+                 max_containers: int | None = None) -> Options:
+    """The Orchestrator's options: the command line over faastlane.json over defaults."""
+    if vcpus is not None and vcpus < 1:
+        raise FaastlaneError(f"--vcpus {vcpus}: give at least 1")
+    if max_containers is not None and max_containers < 1:
+        raise FaastlaneError(f"--max-containers {max_containers}: give at least 1")
+    cpus = vcpus if vcpus is not None else (app.settings.vcpus or 0)
+    parallel = PARALLEL_THREADS if threads_only else PARALLEL_PROCESSES
+    containers = max_containers or 1
+    decided = ({} if workflow is None
+               else placements(workflow, cpus, containers, parallel))
+    return Options(isolation=isolation, parallel=parallel, processes_only=processes_only,
+                   vcpus=cpus, max_containers=containers,
+                   placements={key: where for key, (where, _) in decided.items()})
 
 
-def _describe(state: State, options: Options) -> dict[str, Any]:
+def _describe(state: State, options: Options, decided: tuple[str, str] | None
+              ) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": type(state).__name__}
     if isinstance(state, Task):
         entry["function"] = state.function
@@ -66,40 +155,30 @@ def _describe(state: State, options: Options) -> dict[str, Any]:
             entry["reason"] = ("sequential state: the function runs on its own thread of "
                                "the Orchestrator; state passes by reference")
     elif isinstance(state, (Parallel, Map)):
-        width = len(state.branches) if isinstance(state, Parallel) else "one per item"
-        entry["branches" if isinstance(state, Parallel) else "iterations"] = width
-        if options.parallel == PARALLEL_THREADS:
-            entry["placement"] = "threads"
-            entry["reason"] = "threads-only variant (-Th): parallel work shares the GIL"
+        if isinstance(state, Parallel):
+            entry["branches"] = len(state.branches)
         else:
-            budget = options.vcpus or "the container's CPU count"
-            entry["placement"] = "processes"
-            entry["reason"] = (f"parallel work needs CPUs the GIL would deny threads: forked "
-                               f"processes, at most {budget} at a time, results over pipes")
-        if isinstance(state, Map) and state.max_concurrency:
-            entry["max_concurrency"] = state.max_concurrency
+            entry["iterations"] = "one per item"
+            if state.max_concurrency:
+                entry["max_concurrency"] = state.max_concurrency
+        entry["placement"], entry["reason"] = decided or (PROCESSES, "not planned")
+        if entry["placement"] == CONTAINERS:
+            entry["max_containers"] = options.max_containers
+            entry["handoff"] = {
+                "process_ms": FORK_HANDOFF_MS, "invocation_ms": INVOKE_HANDOFF_MS,
+                "payload_limit_bytes": {"openwhisk": OPENWHISK_PAYLOAD_LIMIT,
+                                        "lambda": LAMBDA_PAYLOAD_LIMIT}}
     else:
         entry["placement"] = "inline"
         entry["reason"] = "no function: evaluated by the Orchestrator itself"
     return entry
 
 
-def _states(machine: Machine, options: Options, prefix: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, state in machine.states.items():
-        key = f"{prefix}{name}"
-        out[key] = _describe(state, options)
-        if isinstance(state, Parallel):
-            for i, branch in enumerate(state.branches):
-                out.update(_states(branch, options, f"{key}/Branches/{i}/"))
-        elif isinstance(state, Map):
-            out.update(_states(state.iterator, options, f"{key}/ItemProcessor/"))
-    return out
-
-
 def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: str
               ) -> dict[str, Any]:
     """plan.json's content."""
+    keys = state_keys(workflow)
+    decided = placements(workflow, options.vcpus, options.max_containers, options.parallel)
     return {
         "workflow": app.name,
         "options": asdict(options),
@@ -109,9 +188,6 @@ def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: s
                              "untrusted": name in app.settings.untrusted,
                              "sensitive": name in app.settings.sensitive}
                       for name, spec in app.functions.items()},
-        "states": _states(workflow, options, ""),
+        "states": {keys[id(state)]: _describe(state, options, decided.get(keys[id(state)]))
+                   for state in walk_states(workflow)},
     }
-
-
-
-
