@@ -27,7 +27,7 @@ set -euo pipefail
 die() { echo "QEMU-HARNESS-ERROR: $*" >&2; exit 126; }
 [ $# -ge 2 ] || { echo "usage: $0 DIR CMD..." >&2; exit 2; }
 
-cache=${FAASTLANE_CACHE:-$HOME/.cache/faastlane}/qemu
+cache=${FAASTLANE_CACHE:-${HOME:-/root}/.cache/faastlane}/qemu
 mkdir -p "$cache/jobs" || die "cannot create the cache folder $cache"
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -51,8 +51,9 @@ setup_tools() {
   have apt-get || die "qemu-system-x86_64, a static busybox and cpio are needed and apt-get is missing"
   apt_install qemu-system-x86 busybox-static cpio gzip \
     || die "apt-get could not install qemu-system-x86 busybox-static cpio (log: $cache/apt.log)"
-  have qemu-system-x86_64 && static_busybox && have cpio \
-    || die "qemu-system-x86_64, a static busybox or cpio still missing after apt-get install"
+  if ! { have qemu-system-x86_64 && static_busybox && have cpio; }; then
+    die "qemu-system-x86_64, a static busybox or cpio still missing after apt-get install"
+  fi
 }
 
 # Debian's kernel (6.1 in bookworm) has CONFIG_X86_INTEL_MEMORY_PROTECTION_KEYS=y.
@@ -132,7 +133,8 @@ exec 9>"$cache/setup.lock"
 flock 9
 setup_tools
 setup_kernel
-vmlinuz=$(ls "$cache"/kernel/boot/vmlinuz-* | head -1)
+kernels=("$cache"/kernel/boot/vmlinuz-*)
+vmlinuz=${kernels[0]}
 initrd=$(setup_initrd "$vmlinuz")
 flock -u 9
 exec 9>&-
