@@ -138,16 +138,17 @@ class ActionPool:
         jobs = [(name, spec) for name, spec in sorted(app.functions.items())
                 for _ in range(size)]
         with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
-            started = list(pool.map(lambda job: self._start(app.root, *job), jobs))
-        for name, server in started:
-            self.free.setdefault(name, queue.Queue()).put(server)
-            self.servers.append(server)
+            futures = [pool.submit(self._start, app.root, *job) for job in jobs]
+        failures = [f.exception() for f in futures if f.exception() is not None]
+        if failures:
+            self.close()
+            raise failures[0]  # type: ignore[misc]
 
-    def _start(self, app_root: str, name: str, spec: FunctionSpec
-               ) -> tuple[str, ActionProcess]:
+    def _start(self, app_root: str, name: str, spec: FunctionSpec) -> None:
         server = ActionProcess(self.root)
+        self.servers.append(server)  # list.append is atomic: stopped on any failure
         server.init(function_zip(app_root, spec))
-        return name, server
+        self.free.setdefault(name, queue.Queue()).put(server)
 
     def invoke(self, function: str, value: dict[str, Any]) -> dict[str, Any]:
         return self.invoke_encoded(function, json.dumps(value).encode())

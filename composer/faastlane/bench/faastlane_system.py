@@ -46,8 +46,9 @@ class FaastlaneSystem:
         end = time.time()
         records = self.trace.take()
         external = [(r["start"], r["end"]) for r in records if r.get("type") == "External"]
+        states = sum(1 for r in records if r.get("type") not in ("Function", "External"))
         return RunResult(result.status, result.to_json(), start, end,
-                         spans_from_records(records), external)
+                         spans_from_records(records), external, states)
 
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -12,8 +12,10 @@ input) to 256 KB: larger parts go to S3 as claim checks, fetched by the function
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
+import uuid
 from typing import Any
 from unittest import mock
 
@@ -31,6 +33,7 @@ FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:"
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True},
                "lambda": {"use_docker": False}}
 POLL_SECONDS = 0.001  # DescribeExecution polling, as a client waiting for the result
+EXECUTION_TIMEOUT = 600.0
 
 
 def lambda_arns(states: dict[str, Any]) -> None:
@@ -59,8 +62,13 @@ class StepFunctionsSystem:
         from moto.awslambda_simple.models import LambdaSimpleBackend
 
         app = load_app(spec["app"])
+        # The functions' processes and the claim-check store use the local endpoints...
         self.pool = ActionPool(spec["app"], spec["pool_size"])
         self.store = claimcheck.S3Store()
+        # ...but Step Functions and Lambda are moto's in-process mock here, which only
+        # intercepts AWS's own endpoint names.
+        for key in [k for k in os.environ if k.startswith("AWS_ENDPOINT_URL")]:
+            del os.environ[key]
         self._lock = threading.Lock()
         self._spans: list[Span] = []
         self._external: list[tuple[float, float]] = []
@@ -111,12 +119,16 @@ class StepFunctionsSystem:
         # StartExecution takes at most 256 KB of input: a client stores the rest in S3.
         sent = claimcheck.offload(execution_input, claimcheck.STEP_FUNCTIONS_LIMIT,
                                   self.store)
-        arn = self.sfn.start_execution(stateMachineArn=self.machine,
+        arn = self.sfn.start_execution(stateMachineArn=self.machine, name=uuid.uuid4().hex,
                                        input=json.dumps(sent))["executionArn"]
+        deadline = time.monotonic() + EXECUTION_TIMEOUT
         while True:
             described = self.sfn.describe_execution(executionArn=arn)
             if described["status"] != "RUNNING":
                 break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"moto's execution {arn} still runs after "
+                                   f"{EXECUTION_TIMEOUT:g} s")
             time.sleep(POLL_SECONDS)
         if described["status"] == "SUCCEEDED":
             output = json.loads(described["output"])

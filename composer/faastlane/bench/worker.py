@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -32,17 +33,19 @@ class RunResult:
     end: float
     spans: list[Span] = field(default_factory=list)
     external: list[tuple[float, float]] = field(default_factory=list)
+    states: int = 0  # states entered (Step Functions bills these as transitions)
 
     def to_json(self, with_output: bool) -> dict[str, Any]:
         return {"status": self.status, "output": self.output if with_output else None,
                 "start": self.start, "end": self.end,
                 "spans": [[s.function, s.start, s.end] for s in self.spans],
-                "external": self.external}
+                "external": self.external, "states": self.states}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "RunResult":
         return cls(data["status"], data["output"], data["start"], data["end"],
-                   [Span(*s) for s in data["spans"]], [tuple(e) for e in data["external"]])
+                   [Span(*s) for s in data["spans"]], [tuple(e) for e in data["external"]],
+                   data.get("states", 0))
 
 
 class System(Protocol):
@@ -135,8 +138,12 @@ class WorkerClient:
         self._pending[-1] = ready
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        hello = ready.result(timeout=start_timeout)
+        try:
+            hello = ready.result(timeout=start_timeout)
+        except TimeoutError:
+            hello = {"ready": False, "error": f"no answer in {start_timeout:g} s"}
         if not hello.get("ready"):
+            self.close()
             raise WorkerError(f"{spec['system']} worker did not start: {hello.get('error')}")
         self.pid = int(hello["pid"])
 
@@ -180,6 +187,12 @@ class WorkerClient:
         except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
             self.process.kill()
             self.process.wait()
+        # The worker ran in its own session: end whatever of it is left (the action
+        # servers of a worker that failed half-way), and nothing else.
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
 
 
 def main() -> int:

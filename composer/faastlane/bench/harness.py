@@ -1,0 +1,274 @@
+"""The benchmark run: every workload on every system, interleaved, then summarised.
+
+For each workload, every system gets its own worker process tree (warm: functions
+imported, containers initialised). Then:
+
+1. warm-up runs, whose outputs are checked against the app's expected output and
+   against Faastlane-NS's (every baseline must compute the same workflow output);
+2. latency rounds: one execution per system per round, systems taking turns (A, B, C,
+   A, B, C, ... with the order rotating every round), each traced for the breakdown;
+   the process trees' page faults are read around the rounds;
+3. throughput: ``clients`` concurrent clients per system (Faastlane: one container
+   each; the baselines: their shared controller and containers), requests per minute.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import machine, procstats, stats
+from .catalogue import (BASELINE_OPENWHISK, FAASTLANE_NS, SystemSpec, Workload, cpu_count, example_workloads,
+                        finra_scalability, handoff_workloads, systems_for)
+from .local_aws import local_aws
+from .timeline import breakdown, group_handoffs, handoffs
+from .worker import RunResult, WorkerClient
+
+
+@dataclass(frozen=True)
+class Config:
+    rounds: int = 100  # latency samples per system and app (the paper's >= 100)
+    scalability_rounds: int = 10
+    handoff_rounds: int = 100
+    warmup: int = 3
+    slow_rounds: int = 20  # for a system whose warm-up took more than slow_seconds
+    slow_seconds: float = 1.0
+    clients: int = 0  # 0: the usable CPUs
+    throughput_seconds: float = 6.0
+    pool_size: int = 0  # containers per function in the baselines; 0: the usable CPUs
+    quick: bool = False
+
+    @classmethod
+    def quick_run(cls) -> "Config":
+        return cls(rounds=3, scalability_rounds=1, handoff_rounds=3, warmup=1,
+                   slow_rounds=2, throughput_seconds=0.0, quick=True)
+
+
+class Progress:
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.began = time.monotonic()
+
+    def say(self, message: str) -> None:
+        elapsed = time.monotonic() - self.began
+        self.stream.write(f"[bench {elapsed:7.1f}s] {message}\n")
+        self.stream.flush()
+
+
+def _load(path: str | None) -> Any:
+    if path is None:
+        return None
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+class SystemRun:
+    """One system's worker(s) and samples for one workload."""
+
+    def __init__(self, spec: SystemSpec, workload: Workload, config: Config,
+                 log: TextIO) -> None:
+        self.spec = spec
+        self.worker_spec = {"system": spec.kind, "app": workload.app,
+                            "inputs": {"main": workload.input_file},
+                            "planning": spec.planning,
+                            "pool_size": config.pool_size or cpu_count()}
+        self.log = log
+        self.worker = WorkerClient(self.worker_spec, log)
+        self.samples: list[dict[str, Any]] = []
+        self.edges: list[tuple[str, float]] = []
+        self.function_ms: dict[str, list[float]] = {}
+        self.checks: dict[str, Any] = {}
+        self.tree: dict[str, Any] = {}
+        self.throughput: dict[str, Any] = {}
+
+    def sample(self, round_index: int) -> None:
+        result = self.worker.run("main")
+        parts = breakdown(result.start, result.end, result.spans, result.external)
+        self.samples.append({"round": round_index, "status": result.status,
+                             "states": result.states, **asdict(parts)})
+        self.edges.extend(handoffs(result.start, result.spans))
+        for span in result.spans:
+            self.function_ms.setdefault(span.function, []).append(
+                (span.end - span.start) * 1000)
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+def _check_outputs(runs: list[SystemRun], workload: Workload) -> None:
+    expected = _load(workload.expected_file)
+    reference: RunResult | None = None
+    for run in runs:
+        result = run.worker.run("main", output=True)
+        if run.spec.name == FAASTLANE_NS:
+            reference = result
+        run.checks = {"status": result.status, "output": result.output,
+                      "matches_expected": None if expected is None
+                      else result.output == expected}
+    for run in runs:
+        run.checks["matches_reference"] = (reference is not None
+                                           and run.checks["status"] == reference.status
+                                           and run.checks["output"] == reference.output)
+        run.checks.pop("output")
+
+
+def _throughput(run: SystemRun, config: Config) -> dict[str, Any]:
+    """Requests per minute with ``clients`` concurrent clients, warm: each client sends
+    requests back to back until ``throughput_seconds`` have passed (at least one)."""
+    clients = config.clients or cpu_count()
+    workers = [run.worker]
+    if not run.spec.is_baseline:
+        # Faastlane: one container per concurrent request, as the platform would scale it.
+        workers += [WorkerClient(run.worker_spec, run.log) for _ in range(clients - 1)]
+    try:
+        def client(index: int) -> tuple[int, int]:
+            worker = workers[index % len(workers)]
+            sent = succeeded = 0
+            while sent == 0 or time.perf_counter() < stop:
+                result = worker.run("main", traced=False)
+                sent += 1
+                succeeded += result.status == "SUCCEEDED"
+            return sent, succeeded
+
+        began = time.perf_counter()
+        stop = began + config.throughput_seconds
+        with ThreadPoolExecutor(max_workers=clients) as pool:
+            counts = list(pool.map(client, range(clients)))
+        seconds = time.perf_counter() - began
+    finally:
+        for extra in workers[1:]:
+            extra.close()
+    succeeded = sum(c[1] for c in counts)
+    return {"clients": clients, "containers": len(workers) if not run.spec.is_baseline
+            else None, "requests": sum(c[0] for c in counts), "succeeded": succeeded,
+            "seconds": seconds, "rpm": succeeded / seconds * 60 if seconds else math.nan}
+
+
+def _summarise(run: SystemRun) -> dict[str, Any]:
+    samples = run.samples
+    column = lambda key: [s[key] for s in samples]  # noqa: E731
+    half = len(samples) // 2
+    edges = {name: {"median_ms": stats.median(gaps), "p99_ms": stats.percentile(gaps, 99),
+                    "n": len(gaps)} for name, gaps in group_handoffs(run.edges).items()}
+    executions = max(1, len(samples))
+    return {
+        "kind": run.spec.kind, "planning": run.spec.planning,
+        "checks": run.checks,
+        "failed_runs": sum(1 for s in samples if s["status"] != "SUCCEEDED"),
+        "end_to_end_ms": stats.summary(column("end_to_end_ms")),
+        "compute_ms": stats.summary(column("compute_ms")),
+        "external_ms": stats.summary(column("external_ms")),
+        "interaction_ms": stats.summary(column("interaction_ms")),
+        "halves_end_to_end_ms": [stats.median(column("end_to_end_ms")[:half]),
+                                 stats.median(column("end_to_end_ms")[half:])],
+        "halves_interaction_ms": [stats.median(column("interaction_ms")[:half]),
+                                  stats.median(column("interaction_ms")[half:])],
+        "states_per_execution": stats.median(column("states")),
+        "handoffs": edges,
+        "functions": {name: {"median_ms": stats.median(ms), "calls_per_execution":
+                             len(ms) / executions} for name, ms in run.function_ms.items()},
+        **run.tree,
+        "throughput": run.throughput,
+    }
+
+
+def run_workload(workload: Workload, systems: list[SystemSpec], config: Config,
+                 rounds: int, progress: Progress, log: TextIO,
+                 throughput: bool) -> dict[str, Any]:
+    progress.say(f"{workload.name}: starting {len(systems)} systems")
+    runs: list[SystemRun] = []
+    try:
+        for spec in systems:
+            runs.append(SystemRun(spec, workload, config, log))
+        caps = {}
+        for run in runs:
+            began = time.perf_counter()
+            for _ in range(config.warmup):
+                run.worker.run("main", traced=False)
+            slow = (time.perf_counter() - began) / config.warmup > config.slow_seconds
+            # A slow system gets fewer rounds (the first ones, still interleaved).
+            caps[run.spec.name] = min(rounds, config.slow_rounds) if slow else rounds
+        _check_outputs(runs, workload)
+        before = {run.spec.name: procstats.tree_stats(run.worker.pid) for run in runs}
+        for index in range(rounds):
+            shift = index % len(runs)
+            for run in runs[shift:] + runs[:shift]:
+                if index < caps[run.spec.name]:
+                    run.sample(index)
+            if (index + 1) % max(1, rounds // 5) == 0 or index + 1 == rounds:
+                progress.say(f"{workload.name}: round {index + 1}/{rounds}")
+        for run in runs:
+            after = procstats.tree_stats(run.worker.pid)
+            start = before[run.spec.name]
+            done = max(1, caps[run.spec.name])
+            run.tree = {"page_faults_per_instance":
+                        (after.minor_faults - start.minor_faults) / done,
+                        "major_faults_per_instance":
+                        (after.major_faults - start.major_faults) / done,
+                        "peak_rss_mb": after.peak_rss_kb / 1024,
+                        "processes": after.processes}
+        if throughput and config.throughput_seconds >= 0:
+            order = runs if len(runs) % 2 else list(reversed(runs))
+            for run in order:
+                run.throughput = _throughput(run, config)
+                progress.say(f"{workload.name}: {run.spec.name} throughput "
+                             f"{run.throughput['rpm']:.0f} rpm")
+        return {"name": workload.name, "group": workload.group, "size": workload.size,
+                "app": Path(workload.app).name, "rounds": rounds,
+                "systems": {run.spec.name: _summarise(run) for run in runs}}
+    finally:
+        for run in runs:
+            run.close()
+
+
+def plan_workloads(config: Config, scratch: Path, only: list[str] | None
+                   ) -> list[tuple[Workload, list[SystemSpec], int, bool]]:
+    """Every (workload, systems, rounds, with throughput) of this run."""
+    planned = []
+    for workload in example_workloads():
+        planned.append((workload, systems_for(workload), config.rounds, True))
+    rules = (50, 200) if config.quick else (100, 150, 200)
+    for workload in finra_scalability(scratch, rules):
+        # Figure 9: Faastlane (threads for the rules, or processes) against OpenWhisk.
+        chosen = [s for s in systems_for(workload, variants=True)
+                  if s.name in (FAASTLANE_NS, "Faastlane-Th", BASELINE_OPENWHISK)]
+        planned.append((workload, chosen, config.scalability_rounds, False))
+    payloads = {"1KB": 1_000} if config.quick else None
+    for workload in (handoff_workloads(scratch, payloads) if payloads
+                     else handoff_workloads(scratch)):
+        chosen = [s for s in systems_for(workload) if s.name != "Faastlane-Th"]  # no fan-out
+        planned.append((workload, chosen, config.handoff_rounds, False))
+    if only:
+        planned = [p for p in planned if any(p[0].name.startswith(o) for o in only)]
+    return planned
+
+
+def run(config: Config, only: list[str] | None = None,
+        progress_stream: TextIO = sys.stderr,
+        log_path: str | None = None) -> dict[str, Any]:
+    """Run the whole benchmark; the results document (see report.py)."""
+    progress = Progress(progress_stream)
+    began = datetime.now(timezone.utc)
+    document: dict[str, Any] = {"machine": machine.describe(), "config": asdict(config),
+                                "started": began.isoformat(timespec="seconds"),
+                                "workloads": []}
+    with tempfile.TemporaryDirectory(prefix="faastlane-bench-") as scratch, \
+            open(log_path or Path(scratch) / "workers.log", "w", encoding="utf-8") as log, \
+            local_aws():
+        for workload, systems, rounds, throughput in plan_workloads(config, Path(scratch),
+                                                                    only):
+            document["workloads"].append(
+                run_workload(workload, systems, config, rounds, progress, log, throughput))
+    document["duration_s"] = (datetime.now(timezone.utc) - began).total_seconds()
+    progress.say(f"done in {document['duration_s']:.0f} s")
+    return document
+
+

@@ -1,0 +1,160 @@
+"""The results document as tables: ratios against the baselines, and Markdown.
+
+Every ratio compares systems measured in the same run (interleaved), never against a
+number from elsewhere: end-to-end speed-up = baseline median / Faastlane median;
+interaction reduction = 1 - Faastlane median / baseline median; throughput ratio =
+Faastlane rpm / baseline rpm.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from . import stats
+from .catalogue import BASELINE_OPENWHISK, BASELINE_STEP_FUNCTIONS, FAASTLANE_NS
+
+BASELINES = (BASELINE_OPENWHISK, BASELINE_STEP_FUNCTIONS)
+
+
+def _faastlane_systems(workload: dict[str, Any]) -> list[str]:
+    return [n for n, s in workload["systems"].items() if s["kind"] == "faastlane"]
+
+
+def comparisons(workload: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each Faastlane system against each baseline of one workload."""
+    systems = workload["systems"]
+    rows = []
+    for ours in _faastlane_systems(workload):
+        mine = systems[ours]
+        for baseline in BASELINES:
+            theirs = systems.get(baseline)
+            if theirs is None:
+                continue
+            row = {"workload": workload["name"], "faastlane": ours, "baseline": baseline,
+                   "end_to_end_speedup": stats.ratio(theirs["end_to_end_ms"]["median"],
+                                                     mine["end_to_end_ms"]["median"]),
+                   "p99_speedup": stats.ratio(theirs["end_to_end_ms"]["p99"],
+                                              mine["end_to_end_ms"]["p99"]),
+                   "interaction_reduction_pct": stats.reduction(
+                       mine["interaction_ms"]["median"], theirs["interaction_ms"]["median"]),
+                   "page_fault_ratio": stats.ratio(mine["page_faults_per_instance"],
+                                                   theirs["page_faults_per_instance"]),
+                   "peak_rss_ratio": stats.ratio(mine["peak_rss_mb"], theirs["peak_rss_mb"])}
+            if mine.get("throughput") and theirs.get("throughput"):
+                row["throughput_ratio"] = stats.ratio(mine["throughput"]["rpm"],
+                                                      theirs["throughput"]["rpm"])
+            # Reproducibility: the same ratio from the first and the second half of rounds.
+            halves = [stats.ratio(t, m) for t, m in zip(theirs["halves_end_to_end_ms"],
+                                                        mine["halves_end_to_end_ms"])]
+            row["speedup_halves"] = halves
+            row["speedup_halves_spread_pct"] = (abs(halves[0] - halves[1]) / min(halves) * 100
+                                                if all(h > 0 for h in halves) else math.nan)
+            rows.append(row)
+    return rows
+
+
+def variant_ratios(workload: dict[str, Any]) -> dict[str, float]:
+    """Each Faastlane system's median end-to-end time relative to -NS (Figure 8)."""
+    systems = workload["systems"]
+    base = systems.get(FAASTLANE_NS)
+    if base is None:
+        return {}
+    return {name: stats.ratio(systems[name]["end_to_end_ms"]["median"],
+                              base["end_to_end_ms"]["median"])
+            for name in _faastlane_systems(workload)}
+
+
+def enrich(document: dict[str, Any]) -> dict[str, Any]:
+    for workload in document["workloads"]:
+        workload["comparisons"] = comparisons(workload)
+        workload["variants_vs_ns"] = variant_ratios(workload)
+        workload["outputs_agree"] = all(
+            s["checks"].get("matches_reference") for s in workload["systems"].values())
+    return document
+
+
+def _f(value: Any, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "NO"
+    if isinstance(value, (int, float)):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def machine_line(machine: dict[str, Any]) -> str:
+    return (f"{machine['cpu_model']}, {machine['usable_cpus']} usable CPUs "
+            f"({machine['logical_cpus']} logical), {machine['memory_mb']:,} MB RAM, "
+            f"Linux {machine['kernel']}, {machine['python_implementation']} "
+            f"{machine['python']}, MPK {'available' if machine['mpk'] else 'not available'}; "
+            f"load average at start {', '.join(f'{x:.2f}' for x in machine['load_average_at_start'])}")
+
+
+def markdown(document: dict[str, Any]) -> str:
+    lines = ["# Faastlane benchmark results", "",
+             f"Machine: {machine_line(document['machine'])}.", "",
+             f"Run started {document['started']}, took {document.get('duration_s', 0):.0f} s; "
+             f"configuration: `{json.dumps(document['config'])}`.", "",
+             "All times in ms, medians unless marked p99. Interaction = end-to-end minus the "
+             "time any function was running (see `composer/faastlane/bench/timeline.py`). "
+             "Ratios compare systems measured in the same run, interleaved.", ""]
+    for workload in document["workloads"]:
+        lines += [f"## {workload['name']} ({workload['group']})", "",
+                  "| system | n | end-to-end | p99 | compute | external | interaction | "
+                  "interaction p99 | page faults / run | peak RSS MB (procs) | rpm | "
+                  "output = NS | output = expected |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for name, s in workload["systems"].items():
+            tp = s.get("throughput") or {}
+            lines.append(
+                f"| {name} | {s['end_to_end_ms']['n']} | {_f(s['end_to_end_ms']['median'])} | "
+                f"{_f(s['end_to_end_ms']['p99'])} | {_f(s['compute_ms']['median'])} | "
+                f"{_f(s['external_ms']['median'])} | {_f(s['interaction_ms']['median'], 2)} | "
+                f"{_f(s['interaction_ms']['p99'], 2)} | "
+                f"{_f(s['page_faults_per_instance'], 0)} | "
+                f"{_f(s['peak_rss_mb'], 0)} ({s['processes']}) | {_f(tp.get('rpm'), 0)} | "
+                f"{_f(s['checks'].get('matches_reference'))} | "
+                f"{_f(s['checks'].get('matches_expected'))} |")
+        lines.append("")
+        if workload["comparisons"]:
+            lines += ["| Faastlane system | vs baseline | e2e speed-up | p99 speed-up | "
+                      "interaction lower by | throughput ratio | page-fault ratio | "
+                      "speed-up in 1st / 2nd half |", "|---|---|---|---|---|---|---|---|"]
+            for row in workload["comparisons"]:
+                halves = " / ".join(_f(h, 2) for h in row["speedup_halves"])
+                lines.append(
+                    f"| {row['faastlane']} | {row['baseline']} | "
+                    f"{_f(row['end_to_end_speedup'], 2)}x | {_f(row['p99_speedup'], 2)}x | "
+                    f"{_f(row['interaction_reduction_pct'], 2)}% | "
+                    f"{_f(row.get('throughput_ratio'), 2)}x | "
+                    f"{_f(row['page_fault_ratio'], 2)} | {halves} |")
+            lines.append("")
+        if len(workload["variants_vs_ns"]) > 1:
+            lines.append("Variants, end-to-end relative to Faastlane-NS: " + ", ".join(
+                f"{name} {_f(r, 2)}x" for name, r in workload["variants_vs_ns"].items()) + ".")
+            lines.append("")
+        edges = workload["systems"].get(FAASTLANE_NS, {}).get("handoffs", {})
+        if edges and workload["group"] != "scalability":
+            lines += ["Hand-offs (gap between one function's end and the next one's start), "
+                      "median ms:", "",
+                      "| hand-off | " + " | ".join(workload["systems"]) + " |",
+                      "|---|" + "---|" * len(workload["systems"])]
+            for edge in sorted(edges, key=lambda e: -edges[e]["n"])[:8]:
+                cells = [_f(s.get("handoffs", {}).get(edge, {}).get("median_ms"), 3)
+                         for s in workload["systems"].values()]
+                lines.append(f"| {edge} ({edges[edge]['n']}) | " + " | ".join(cells) + " |")
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def write(document: dict[str, Any], folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    results = folder / "results.json"
+    results.write_text(json.dumps(document, indent=1, allow_nan=True) + "\n", encoding="utf-8")
+    table = folder / "results.md"
+    table.write_text(markdown(document), encoding="utf-8")
+    return [results, table]
