@@ -18,6 +18,8 @@ from collections.abc import Sequence
 
 from . import __version__
 from .app import load_app
+from .bench.commands import COMMANDS as BENCH_COMMANDS
+from .bench.commands import register as register_bench
 from .compose import check_app, compose
 from .deploy.commands import COMMANDS as DEPLOY_COMMANDS
 from .deploy.commands import register as register_deploy
@@ -64,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="compose into DIR and keep it (default: a temporary folder)")
     add_planning(run)
     register_deploy(commands, add_planning)
+    register_bench(commands)
     return parser
 
 
@@ -116,7 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 _COMMANDS = {"validate": cmd_validate, "compose": cmd_compose, "run": cmd_run,
-             **DEPLOY_COMMANDS}
+             **DEPLOY_COMMANDS, **BENCH_COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
