@@ -21,7 +21,7 @@ setup(
     package_dir={"": "composer"},
     packages=find_packages("composer"),
     include_package_data=True,
-    package_data={"faastlane": ["codegen/templates/*"]},
+    package_data={"faastlane": ["codegen/templates/*", "bench/prices.json"]},
     python_requires=">=3.11",
     # JSONata workflows: the engine is imported only when a state uses JSONata, and
     # `faastlane compose` copies it into those actions (pure Python, Apache-2.0).
@@ -32,11 +32,16 @@ setup(
         "examples": EXAMPLES,
         # `faastlane deploy --target lambda` talks to AWS through boto3.
         "deploy": ["boto3>=1.34"],
+        # `faastlane bench`: the baselines (moto's Step Functions, S3 via moto_server,
+        # boto3) and the plots.
+        "bench": ["matplotlib>=3.8", "moto[stepfunctions,awslambda,server]>=5.1", *EXAMPLES],
         "test": [
             "pytest>=8",
             "moto[stepfunctions,awslambda,server]>=5.1",
             # The real Lambda Runtime API client, driving packaged functions in tests.
             "awslambdaric>=3",
+            # tests/bench draws the benchmark's figures.
+            "matplotlib>=3.8",
             *EXAMPLES,
         ],
     },
