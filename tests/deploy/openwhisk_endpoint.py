@@ -7,10 +7,13 @@ endpoint implements the part of the documented REST API that ``faastlane deploy`
 ``PUT  /api/v1/namespaces/{ns}/actions/{name}[?overwrite=true]``  stores the action
     (``409`` if it exists without ``overwrite``); ``401`` for a wrong key.
 ``POST /api/v1/namespaces/{ns}/actions/{name}?blocking=true&result=true``
-    runs it as the invoker would: in an action container (``/init`` with the stored code
-    once, then ``/run`` with ``activation_id``, ``action_name``, ``namespace``,
-    ``deadline``), answering the result, or ``502`` with it when it holds ``error``;
-    ``404`` for an unknown action.
+    runs it as the invoker would: in an idle warm container of the action, or a fresh
+    one (``/init`` with the stored code and ``__OW_API_HOST``, then ``/run`` with
+    ``activation_id``, ``action_name``, ``namespace``, ``deadline``, and ``api_key``
+    when the action is annotated ``provide-api-key``), answering the result, or ``502``
+    with it when it holds ``error``; ``404`` for an unknown action. Concurrent
+    activations get containers of their own, as the invoker gives them (an action
+    that invokes itself needs that).
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ class OpenWhiskEndpoint:
     container: Callable[[], ActionServer]  # a fresh action container per action
     calls: list[Recorded] = field(default_factory=list)
     actions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    warm: dict[str, ActionServer] = field(default_factory=dict)
+    warm: dict[str, list[ActionServer]] = field(default_factory=dict)  # every container
+    idle: dict[str, list[ActionServer]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
@@ -75,6 +79,7 @@ class OpenWhiskEndpoint:
             version = f"0.0.{len([c for c in self.calls if c.method == 'PUT'])}"
             self.actions[key] = dict(call.body, version=version)
             self.warm.pop(key, None)
+            self.idle.pop(key, None)
             stored = {k: v for k, v in self.actions[key].items() if k != "exec"}
             return 200, dict(stored, exec={"kind": call.body["exec"]["kind"], "binary": True})
         if call.method == "POST":
@@ -83,21 +88,35 @@ class OpenWhiskEndpoint:
             return self._invoke(key, namespace, name, call.body)
         return 405, {"error": "method not allowed"}
 
+    def _container(self, key: str) -> tuple[ActionServer | None, Any]:
+        """An idle warm container of the action, or a new one initialised with it."""
+        with self.lock:
+            idle = self.idle.setdefault(key, [])
+            if idle:
+                return idle.pop(), None
+        container = self.container()
+        exec_ = self.actions[key]["exec"]
+        status, answer = container.init({"value": {
+            "main": exec_.get("main", "main"), "code": exec_["code"],
+            "binary": exec_.get("binary", False), "env": {"__OW_API_HOST": self.url}}})
+        if status != 200:
+            return None, answer
+        with self.lock:
+            self.warm.setdefault(key, []).append(container)
+        return container, None
+
     def _invoke(self, key: str, namespace: str, name: str, params: Any) -> tuple[int, Any]:
-        with self.lock:  # one container per action, initialised once
-            container = self.warm.get(key)
-            if container is None:
-                container = self.container()
-                exec_ = self.actions[key]["exec"]
-                status, answer = container.init({"value": {
-                    "main": exec_.get("main", "main"), "code": exec_["code"],
-                    "binary": exec_.get("binary", False), "env": {}}})
-                if status != 200:
-                    return 502, {"error": f"init failed: {answer}"}
-                self.warm[key] = container
+        container, failure = self._container(key)
+        if container is None:
+            return 502, {"error": f"init failed: {failure}"}
+        annotations = {a["key"]: a["value"] for a in self.actions[key].get("annotations", [])}
+        extra = {"api_key": self.auth} if annotations.get("provide-api-key") else {}
         status, result = container.run(
             params, activation_id=uuid.uuid4().hex, action_name=f"/{namespace}/{name}",
-            namespace=namespace, deadline=str(int(time.time() * 1000) + 60_000))
+            namespace=namespace, deadline=str(int(time.time() * 1000) + 60_000), **extra)
+        if status == 200:  # the invoker retires a container whose activation broke it
+            with self.lock:
+                self.idle[key].append(container)
         if status != 200:
             return 502, {"error": f"The action did not produce a valid response: {result}"}
         return (502 if isinstance(result, dict) and "error" in result else 200), result

@@ -62,6 +62,7 @@ class OpenWhiskPackage:
     name: str
     kind: str
     action: Archive
+    spills: bool = False  # the plan may invoke copies of the action (--max-containers)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ def package_openwhisk(app_path: str, out_zip: str, kind: str = OPENWHISK_KIND,
             trees.append((vendored, ""))
         archive = write_zip(out_zip, trees)
     limits.OPENWHISK_CODE.check(archive.size, out_zip)
-    return OpenWhiskPackage(composition.app.name, kind, archive)
+    return OpenWhiskPackage(composition.app.name, kind, archive,
+                            spills=composition.options.max_containers > 1)
 
 
 def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,

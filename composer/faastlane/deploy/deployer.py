@@ -33,7 +33,8 @@ def deploy_openwhisk(package: OpenWhiskPackage, client: OpenWhiskClient, name: s
                      report: Report) -> Deployed:
     """One PUT: the action zip as a stock-kind action, or as the code of a --docker one."""
     spec = ActionSpec(name, _read(package.action.path), package.kind, image,
-                      memory_mb=memory_mb, timeout_ms=timeout_s * 1000 if timeout_s else None)
+                      memory_mb=memory_mb, timeout_ms=timeout_s * 1000 if timeout_s else None,
+                      provide_api_key=package.spills)
     runs_on = f"image {image}" if image else f"kind {package.kind}"
     report(f"PUT action {client.config.namespace}/{name} ({runs_on}, "
            f"{package.action.size} bytes zipped)")

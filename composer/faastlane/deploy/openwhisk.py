@@ -36,6 +36,7 @@ class ActionSpec:
     main: str = "main"
     memory_mb: int | None = None
     timeout_ms: int | None = None
+    provide_api_key: bool = False  # a spilling Orchestrator invokes itself with the key
 
     def body(self, namespace: str) -> dict[str, Any]:
         exec_ = {"kind": "blackbox" if self.image else self.kind, "main": self.main,
@@ -43,7 +44,8 @@ class ActionSpec:
         if self.image:
             exec_["image"] = self.image
         body: dict[str, Any] = {"namespace": namespace, "name": self.name, "exec": exec_,
-                                "annotations": [{"key": "provide-api-key", "value": False},
+                                "annotations": [{"key": "provide-api-key",
+                                                 "value": self.provide_api_key},
                                                 {"key": "faastlane", "value": True}]}
         action_limits = {k: v for k, v in (("memory", self.memory_mb),
                                            ("timeout", self.timeout_ms)) if v}
