@@ -18,8 +18,9 @@ setup(
     version="0.1.0",
     description="Compile AWS Step Functions workflows of Python FaaS functions into one "
     "fast, isolated action for OpenWhisk and AWS Lambda",
-    package_dir={"": "composer"},
-    packages=find_packages("composer"),
+    # profiler/ (top level by design) installs as the faastlane_profiler package.
+    package_dir={"": "composer", "faastlane_profiler": "profiler"},
+    packages=find_packages("composer") + ["faastlane_profiler"],
     include_package_data=True,
     package_data={"faastlane": ["codegen/templates/*", "bench/prices.json"]},
     python_requires=">=3.11",

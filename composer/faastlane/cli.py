@@ -23,6 +23,8 @@ from .bench.commands import register as register_bench
 from .compose import check_app, compose
 from .deploy.commands import COMMANDS as DEPLOY_COMMANDS
 from .deploy.commands import register as register_deploy
+from faastlane_profiler.command import COMMANDS as PROFILE_COMMANDS
+from faastlane_profiler.command import register as register_profile
 from .errors import FaastlaneError, InvalidWorkflow
 from .options import add_input, add_planning, planning, read_input
 
@@ -67,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     add_planning(run)
     register_deploy(commands, add_planning)
     register_bench(commands)
+    register_profile(commands)
     return parser
 
 
@@ -119,7 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 _COMMANDS = {"validate": cmd_validate, "compose": cmd_compose, "run": cmd_run,
-             **DEPLOY_COMMANDS, **BENCH_COMMANDS}
+             **DEPLOY_COMMANDS, **BENCH_COMMANDS, **PROFILE_COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,14 @@
+"""The Faastlane runtime modules the probe uses, wherever it runs.
+
+Installed, they are ``faastlane.runtime``; inside the profile action (and inside composed
+actions) the runtime ships as the top-level package ``faastlane_runtime``.
+"""
+
+from __future__ import annotations
+
+try:
+    from faastlane.runtime import cpus, domains
+except ImportError:  # inside the profile action
+    from faastlane_runtime import cpus, domains  # type: ignore[no-redef]
+
+__all__ = ["cpus", "domains"]
