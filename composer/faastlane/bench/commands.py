@@ -30,6 +30,8 @@ def register(commands: Any) -> None:
                        help="only workloads whose names start with these (e.g. finra chain)")
     bench.add_argument("--rounds", type=int, help="latency rounds per app (default 100)")
     bench.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    bench.add_argument("--from-results", type=Path, metavar="FILE",
+                       help="run nothing: redo the tables, cost and plots of a results.json")
 
     cost = commands.add_parser(
         "cost", help="dollar cost per execution: Step Functions vs one Faastlane Lambda",
@@ -56,7 +58,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         config = harness.Config(**{**config.__dict__, "rounds": args.rounds})
     output = args.output or (Path(tempfile.mkdtemp(prefix="faastlane-bench-results-"))
                              if args.quick else DEFAULT_RESULTS)
-    document = report.enrich(harness.run(config, only=args.only))
+    if args.from_results:
+        document = json.loads(args.from_results.read_text(encoding="utf-8"))
+    else:
+        document = harness.run(config, only=args.only)
+    document = report.enrich(document)
     written = report.write(document, output)
     prices = cost.load_prices()
     rows = cost.estimate_all(document, prices, 1024)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import machine, procstats, stats
-from .catalogue import (BASELINE_OPENWHISK, FAASTLANE_NS, SystemSpec, Workload, cpu_count, example_workloads,
+from .catalogue import (BASELINE_OPENWHISK, FAASTLANE_NS, comparable, contains, SystemSpec, Workload, cpu_count, example_workloads,
                         finra_scalability, handoff_workloads, systems_for)
 from .local_aws import local_aws
 from .timeline import breakdown, group_handoffs, handoffs
@@ -48,8 +48,8 @@ class Config:
 
     @classmethod
     def quick_run(cls) -> "Config":
-        return cls(rounds=3, scalability_rounds=1, handoff_rounds=3, warmup=1,
-                   slow_rounds=2, throughput_seconds=0.0, quick=True)
+        return cls(rounds=2, scalability_rounds=0, handoff_rounds=2, warmup=1,
+                   slow_rounds=2, throughput_seconds=-1.0, pool_size=1, quick=True)
 
 
 class Progress:
@@ -105,19 +105,23 @@ class SystemRun:
 
 def _check_outputs(runs: list[SystemRun], workload: Workload) -> None:
     expected = _load(workload.expected_file)
+    app = Path(workload.app).name
     reference: RunResult | None = None
     for run in runs:
         result = run.worker.run("main", output=True)
+        result.output = comparable(app, result.output)
         if run.spec.name == FAASTLANE_NS:
             reference = result
         run.checks = {"status": result.status, "output": result.output,
                       "matches_expected": None if expected is None
-                      else result.output == expected}
+                      else contains(result.output, expected)}
     for run in runs:
         run.checks["matches_reference"] = (reference is not None
                                            and run.checks["status"] == reference.status
                                            and run.checks["output"] == reference.output)
-        run.checks.pop("output")
+        output = run.checks.pop("output")
+        if not run.checks["matches_reference"]:
+            run.checks["output"] = output  # kept in the results, to see the difference
 
 
 def _throughput(run: SystemRun, config: Config) -> dict[str, Any]:
@@ -235,7 +239,7 @@ def plan_workloads(config: Config, scratch: Path, only: list[str] | None
     planned = []
     for workload in example_workloads():
         planned.append((workload, systems_for(workload), config.rounds, True))
-    rules = (50, 200) if config.quick else (100, 150, 200)
+    rules = () if config.quick else (100, 150, 200)
     for workload in finra_scalability(scratch, rules):
         # Figure 9: Faastlane (threads for the rules, or processes) against OpenWhisk.
         chosen = [s for s in systems_for(workload, variants=True)

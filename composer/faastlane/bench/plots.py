@@ -118,10 +118,12 @@ def plot_all(document: dict[str, Any], folder: Path) -> list[Path]:
         ax.legend(fontsize=7)
         save(fig, "variants.png")
 
-    scal = sorted(_group(document, "scalability"), key=lambda w: w["size"])
+    scal = sorted(_group(document, "scalability")
+                  + [w for w in apps if w["app"] == "finra" and w["size"]],
+                  key=lambda w: w["size"])
     if scal:
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for name in scal[0]["systems"]:
+        for name in scal[-1]["systems"]:
             points = [(w["size"], w["systems"][name]["end_to_end_ms"]["median"])
                       for w in scal if name in w["systems"]]
             ax.plot(*zip(*points), marker="o", label=name)
