@@ -10,7 +10,6 @@ concurrent activation, as OpenWhisk's invoker does.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,40 +18,9 @@ import pytest
 from deploy_apps import FINRA, faastlane
 from integration.apps import chain, task, write_app
 from openwhisk_endpoint import OpenWhiskEndpoint
+from spill_cli import deploy, group_calls, invoke
 
-from conftest import AUTH
-
-GROUP_KEY = "__faastlane_group"
 ACTION = "_/finra"
-
-
-def env_for(tmp_path: Path) -> dict[str, str]:
-    """The CLI's environment: no ~/.wskprops, no __OW_* of the machine running tests."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("__OW_")}
-    env["WSK_CONFIG_FILE"] = str(tmp_path / "no-wskprops")
-    return env
-
-
-def deploy(controller: OpenWhiskEndpoint, app: Path, name: str, tmp_path: Path,
-           *planning: str) -> None:
-    done = faastlane("deploy", str(app), "--target", "openwhisk", "--apihost", controller.url,
-                     "--auth", AUTH, "--name", name, *planning, env=env_for(tmp_path))
-    assert done.code == 0, done.stderr
-
-
-def invoke(controller: OpenWhiskEndpoint, name: str, tmp_path: Path, payload: Any
-           ) -> tuple[int, Any]:
-    source = tmp_path / "input.json"
-    source.write_text(json.dumps(payload))
-    done = faastlane("invoke", name, "--target", "openwhisk", "--apihost", controller.url,
-                     "--auth", AUTH, "--input-file", str(source), env=env_for(tmp_path))
-    return done.code, json.loads(done.stdout)
-
-
-def group_calls(controller: OpenWhiskEndpoint) -> list[dict[str, Any]]:
-    """The sub-workflow requests the Orchestrator sent through the REST API."""
-    return [call.body[GROUP_KEY] for call in controller.calls
-            if call.method == "POST" and isinstance(call.body, dict) and GROUP_KEY in call.body]
 
 
 def one_container(app: Path, payload: Any, tmp_path: Path) -> Any:
