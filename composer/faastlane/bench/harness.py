@@ -15,6 +15,7 @@ imported, containers initialised). Then:
 from __future__ import annotations
 
 import json
+import os
 import math
 import sys
 import tempfile
@@ -26,7 +27,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import machine, procstats, stats
-from .catalogue import (BASELINE_OPENWHISK, FAASTLANE_NS, comparable, contains, SystemSpec, Workload, cpu_count, example_workloads,
+from .catalogue import (BASELINE_OPENWHISK, CHAIN_PAYLOADS, FAASTLANE_NS, SystemSpec,
+                        Workload, comparable, contains, cpu_count, example_workloads,
                         finra_scalability, handoff_workloads, systems_for)
 from .local_aws import local_aws
 from .timeline import breakdown, group_handoffs, handoffs
@@ -245,9 +247,8 @@ def plan_workloads(config: Config, scratch: Path, only: list[str] | None
         chosen = [s for s in systems_for(workload, variants=True)
                   if s.name in (FAASTLANE_NS, "Faastlane-Th", BASELINE_OPENWHISK)]
         planned.append((workload, chosen, config.scalability_rounds, False))
-    payloads = {"1KB": 1_000} if config.quick else None
-    for workload in (handoff_workloads(scratch, payloads) if payloads
-                     else handoff_workloads(scratch)):
+    payloads = {"1KB": 1_000} if config.quick else CHAIN_PAYLOADS
+    for workload in handoff_workloads(scratch, payloads):
         chosen = [s for s in systems_for(workload) if s.name != "Faastlane-Th"]  # no fan-out
         planned.append((workload, chosen, config.handoff_rounds, False))
     if only:
@@ -272,6 +273,7 @@ def run(config: Config, only: list[str] | None = None,
             document["workloads"].append(
                 run_workload(workload, systems, config, rounds, progress, log, throughput))
     document["duration_s"] = (datetime.now(timezone.utc) - began).total_seconds()
+    document["machine"]["load_average_at_end"] = list(os.getloadavg())
     progress.say(f"done in {document['duration_s']:.0f} s")
     return document
 

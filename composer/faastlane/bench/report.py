@@ -99,7 +99,13 @@ def machine_line(machine: dict[str, Any]) -> str:
             f"({machine['logical_cpus']} logical), {machine['memory_mb']:,} MB RAM, "
             f"Linux {machine['kernel']}, {machine['python_implementation']} "
             f"{machine['python']}, MPK {'available' if machine['mpk'] else 'not available'}; "
-            f"load average at start {', '.join(f'{x:.2f}' for x in machine['load_average_at_start'])}")
+            f"load average (1, 5, 15 min) at start {_loads(machine['load_average_at_start'])}"
+            + (f", at end {_loads(machine['load_average_at_end'])}"
+               if "load_average_at_end" in machine else ""))
+
+
+def _loads(values: list[float]) -> str:
+    return "/".join(f"{x:.2f}" for x in values)
 
 
 def markdown(document: dict[str, Any]) -> str:
