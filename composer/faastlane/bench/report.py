@@ -81,6 +81,7 @@ def enrich(document: dict[str, Any]) -> dict[str, Any]:
         workload["outputs_agree"] = all(
             s["checks"].get("matches_reference") or s["checks"].get("known_divergence")
             for s in workload["systems"].values())
+    document["goals"] = goals(document)
     return document
 
 
@@ -115,7 +116,8 @@ def markdown(document: dict[str, Any]) -> str:
              f"configuration: `{json.dumps(document['config'])}`.", "",
              "All times in ms, medians unless marked p99. Interaction = end-to-end minus the "
              "time any function was running (see `composer/faastlane/bench/timeline.py`). "
-             "Ratios compare systems measured in the same run, interleaved.", ""]
+             "Ratios compare systems measured in the same run, interleaved.", "",
+             "## Issue 9's goals", "", goals_markdown(document.get("goals", []))]
     for workload in document["workloads"]:
         lines += [f"## {workload['name']} ({workload['group']})", "",
                   "| system | n | end-to-end | p99 | compute | external | interaction | "
@@ -176,3 +178,85 @@ def write(document: dict[str, Any], folder: Path) -> list[Path]:
     table = folder / "results.md"
     table.write_text(markdown(document), encoding="utf-8")
     return [results, table]
+
+
+def _workload(document: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((w for w in document["workloads"] if w["name"] == name), None)
+
+
+def _full_system(workload: dict[str, Any]) -> str:
+    """The Faastlane system a user gets by default: the app's own isolation mode."""
+    full = [n for n, s in workload["systems"].items() if s["kind"] == "faastlane"
+            and not s["planning"]]
+    return full[0] if full else FAASTLANE_NS
+
+
+def _comparison(workload: dict[str, Any], ours: str, baseline: str) -> dict[str, Any]:
+    return next((c for c in workload.get("comparisons", [])
+                 if c["faastlane"] == ours and c["baseline"] == baseline), {})
+
+
+def goals(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 9's goals, each with what this run measured and whether it was met."""
+    rows: list[dict[str, Any]] = []
+
+    def add(goal: str, target: str, measured: float, met: bool, unit: str = "") -> None:
+        rows.append({"goal": goal, "target": target, "measured": measured, "unit": unit,
+                     "met": bool(met) and not math.isnan(measured)})
+
+    chain = _workload(document, "chain-1KB")
+    if chain and FAASTLANE_NS in chain["systems"]:
+        edges = chain["systems"][FAASTLANE_NS]["handoffs"]
+        gaps = [e["median_ms"] for k, e in edges.items() if not k.startswith("start")]
+        hop_us = stats.median(gaps) * 1000
+        add("one sequential hand-off, Faastlane-NS (chain, 1 KB)", "<= 50 us", hop_us,
+            hop_us <= 50, "us")
+    targets = {"ml-predict": 99.5, "healthcare": 95.0, "sentiment": 95.0, "finra": 50.0}
+    for app, target in targets.items():
+        workload = _workload(document, app)
+        if workload is None:
+            continue
+        for ours in dict.fromkeys([_full_system(workload), FAASTLANE_NS]):
+            row = _comparison(workload, ours, BASELINE_OPENWHISK)
+            if row:
+                value = row["interaction_reduction_pct"]
+                add(f"{app}: interaction latency vs OpenWhisk-style, {ours}",
+                    f">= {target}% lower", value, value >= target, "%")
+    ml = _workload(document, "ml-predict")
+    if ml:
+        for ours in dict.fromkeys([_full_system(ml), FAASTLANE_NS]):
+            row = _comparison(ml, ours, BASELINE_OPENWHISK)
+            if row:
+                add(f"ml-predict end to end vs OpenWhisk-style, {ours}", ">= 20x faster",
+                    row["end_to_end_speedup"], row["end_to_end_speedup"] >= 20, "x")
+    for workload in document["workloads"]:
+        if workload["group"] != "apps":
+            continue
+        ours = _full_system(workload)
+        row = _comparison(workload, ours, BASELINE_OPENWHISK)
+        if row.get("throughput_ratio") is not None:
+            add(f"{workload['name']}: throughput vs OpenWhisk-style, {ours}", ">= 2x",
+                row["throughput_ratio"], row["throughput_ratio"] >= 2, "x")
+    finra = _workload(document, "finra")
+    if finra and "Faastlane-Th" in finra["systems"]:
+        ratio = finra["variants_vs_ns"].get("Faastlane-Th", math.nan)
+        add("FINRA 50 rules: processes (-NS) vs threads only (-Th), end to end",
+            ">= 2x faster", ratio, ratio >= 2, "x")
+    spreads = [c["speedup_halves_spread_pct"] for w in document["workloads"]
+               for c in w.get("comparisons", []) if w["group"] == "apps"
+               and not math.isnan(c["speedup_halves_spread_pct"])]
+    if spreads:
+        worst = max(spreads)
+        add("reproducible: a speed-up ratio from the 1st vs the 2nd half of the rounds "
+            "(worst app/system pair)", "within 10%", worst, worst <= 10, "%")
+        add("reproducible: the same, median over all app/system pairs", "within 10%",
+            stats.median(spreads), stats.median(spreads) <= 10, "%")
+    return rows
+
+
+def goals_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| goal | target | measured | met |", "|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['goal']} | {row['target']} | {_f(row['measured'], 2)} "
+                     f"{row['unit']} | {'yes' if row['met'] else 'no'} |")
+    return "\n".join(lines) + "\n"
