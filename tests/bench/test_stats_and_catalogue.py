@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 from faastlane.bench import catalogue, stats
 from faastlane.bench.stepfunctions_baseline import lambda_arns
 
@@ -62,3 +64,32 @@ def test_step_functions_get_full_function_arns():
     assert states["A"]["Resource"] == prefix + "validate"
     branch = states["P"]["Branches"][0]["States"]["B"]
     assert branch["Parameters"]["FunctionName"] == prefix + "charge"
+
+
+def test_goals_are_judged_from_the_run():
+    from faastlane.bench import report
+
+    def system(kind, e2e, interaction, planning=None, handoffs=None):
+        return {"kind": kind, "planning": planning if planning is not None else {},
+                "end_to_end_ms": {"median": e2e, "p99": e2e},
+                "interaction_ms": {"median": interaction},
+                "halves_end_to_end_ms": [e2e, e2e], "page_faults_per_instance": 1.0,
+                "peak_rss_mb": 1.0, "checks": {"matches_reference": True},
+                "handoffs": handoffs or {}}
+    document = {"workloads": [
+        {"name": "finra", "app": "finra", "group": "apps", "systems": {
+            "Faastlane-NS": system("faastlane", 100.0, 10.0, {"isolation": "none"}),
+            "Faastlane-Th": system("faastlane", 300.0, 5.0, {"threads_only": True}),
+            "OpenWhisk-style": system("openwhisk", 150.0, 40.0)}},
+        {"name": "chain-1KB", "app": "chain", "group": "handoff", "systems": {
+            "Faastlane-NS": system("faastlane", 1.0, 0.1, {"isolation": "none"}, {
+                "start -> Hop1": {"median_ms": 1.0, "n": 1},
+                "Hop1 -> Hop2": {"median_ms": 0.04, "n": 1}})}}]}
+    goals = {g["goal"]: g for g in report.enrich(document)["goals"]}
+    handoff = goals["one sequential hand-off, Faastlane-NS (chain, 1 KB)"]
+    assert handoff["measured"] == pytest.approx(40.0) and handoff["met"]
+    finra = goals["finra: interaction latency vs OpenWhisk-style, Faastlane-NS"]
+    assert finra["measured"] == pytest.approx(75.0) and finra["met"]
+    threads = goals["FINRA 50 rules: processes (-NS) vs threads only (-Th), end to end"]
+    assert threads["measured"] == pytest.approx(3.0) and threads["met"]
+    assert "| yes |" in report.goals_markdown(list(goals.values()))
