@@ -35,7 +35,8 @@ _ENTRIES = (("handler", LAMBDA), ("lambda_handler", LAMBDA), ("main", OPENWHISK)
 _PACKAGE_MODULES = ("lambda_function.py", "handler.py", "index.py", "__main__.py",
                     "__init__.py")
 _SETTINGS_KEYS = {"name": str, "isolation": str, "vcpus": int, "trusted": list,
-                  "untrusted": list, "sensitive": list}
+                  "untrusted": list, "sensitive": list,
+                  "inspector_waivers": list}  # checked by faastlane.inspect.waivers
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Settings:
     trusted: tuple[str, ...] = ()
     untrusted: tuple[str, ...] = ()
     sensitive: tuple[str, ...] = ()
+    inspector_waivers: tuple[Any, ...] = ()  # files the binary inspector accepts, why
 
 
 @dataclass

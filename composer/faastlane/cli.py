@@ -26,6 +26,8 @@ from .deploy.commands import register as register_deploy
 from faastlane_profiler.command import COMMANDS as PROFILE_COMMANDS
 from faastlane_profiler.command import register as register_profile
 from .errors import FaastlaneError, InvalidWorkflow
+from .inspect.command import COMMANDS as INSPECT_COMMANDS
+from .inspect.command import register as register_inspect
 from .options import add_input, add_planning, planning, read_input
 
 
@@ -70,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     register_deploy(commands, add_planning)
     register_bench(commands)
     register_profile(commands)
+    register_inspect(commands)
     return parser
 
 
@@ -122,7 +125,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 _COMMANDS = {"validate": cmd_validate, "compose": cmd_compose, "run": cmd_run,
-             **DEPLOY_COMMANDS, **BENCH_COMMANDS, **PROFILE_COMMANDS}
+             **DEPLOY_COMMANDS, **BENCH_COMMANDS, **PROFILE_COMMANDS,
+             **INSPECT_COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,6 +10,7 @@ once), build the state model, plan placement, then write the action:
                          LICENSE), only when a state uses JSONata
     functions/           the user's code, untouched
     workflow.json        the source workflow, for reference
+    inspection.json      the binary inspector's record: ELF files, findings, waivers
     __main__.py          OpenWhisk entry main(args); run as a script, the local CLI
     lambda_function.py   Lambda entry handler(event, context)
 """
@@ -30,6 +31,7 @@ from .asl.problem import Problem
 from .asl.validate import validate
 from .codegen.orchestrator import render
 from .errors import FaastlaneError, InvalidWorkflow
+from .inspect.shipment import app_waivers, inspect_shipment
 from .plan import choose_isolation, make_options, make_plan
 from .runtime.execution import Options
 from .runtime.model import JSONATA, Machine, machine_from_asl, walk_states
@@ -137,6 +139,9 @@ def write_action(composition: Composition, out_dir: str) -> str:
     for name, text in files.items():
         with open(os.path.join(out_dir, name), "w", encoding="utf-8") as handle:
             handle.write(text)
+    # Native code the action ships (a function's .so) must not change PKRU: records
+    # inspection.json and fails on an unwaived finding (faastlane.inspect).
+    inspect_shipment(out_dir, app_waivers(app.settings.inspector_waivers))
     return out_dir
 
 

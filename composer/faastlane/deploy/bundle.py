@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compose import RUNTIME_PACKAGE, prepare, write_action
+from ..inspect.shipment import app_waivers, check_trees, inspect_shipment
+from ..inspect.waivers import Waiver
 from . import limits
 from .archive import Archive, write_zip
 from .errors import RuntimeNotBuilt
@@ -94,6 +96,7 @@ def package_openwhisk(app_path: str, out_zip: str, kind: str = OPENWHISK_KIND,
         vendored = vendor(requirement_files(composition.app.root), _kind_version(kind))
         if vendored:
             trees.append((vendored, ""))
+        inspect_shipment(action, _waivers(composition), trees[1:])  # before zipping
         archive = write_zip(out_zip, trees)
     limits.OPENWHISK_CODE.check(archive.size, out_zip)
     return OpenWhiskPackage(composition.app.name, kind, archive,
@@ -116,13 +119,15 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
         shutil.move(os.path.join(action, RUNTIME_PACKAGE), library)
         # Checked before compressing anything: zipping 250 MB only to refuse it is slow.
         limits.LAMBDA_UNZIPPED.check(_tree_size(action), f"{composition.app.name}'s function")
-        function = write_zip(os.path.join(out_dir, "function.zip"), [(action, "")])
         trees = [(library, "python/")]
         vendored = vendor(requirement_files(composition.app.root), version)
         if vendored:
             trees.append((vendored, "python/"))
+        inspect_shipment(action, _waivers(composition), trees)  # recorded in function.zip
+        function = write_zip(os.path.join(out_dir, "function.zip"), [(action, "")])
         layer = write_zip(os.path.join(out_dir, "layer.zip"), trees)
-        runtime_layer = _runtime_layer(prefix, version, out_dir, scratch) if prefix else None
+        runtime_layer = _runtime_layer(prefix, version, out_dir, scratch,
+                                       _waivers(composition)) if prefix else None
     package = LambdaPackage(composition.app.name, CUSTOM_RUNTIME if custom_runtime
                             else LAMBDA_RUNTIME, LAMBDA_HANDLER, function, layer, runtime_layer)
     check_lambda_limits(package)
@@ -157,7 +162,12 @@ def _prefix_version(prefix: str) -> str:
     return os.path.basename(os.path.dirname(found[-1])).removeprefix("python")
 
 
-def _runtime_layer(prefix: str, version: str, out_dir: str, scratch: str) -> Archive:
+def _waivers(composition: Any) -> list[Waiver]:
+    return app_waivers(composition.app.settings.inspector_waivers)
+
+
+def _runtime_layer(prefix: str, version: str, out_dir: str, scratch: str,
+                   waivers: list[Waiver]) -> Archive:
     """bootstrap + the interpreter (pruned) + awslambdaric built for its version."""
     stage = os.path.join(scratch, "runtime")
     os.makedirs(stage)
@@ -169,6 +179,8 @@ def _runtime_layer(prefix: str, version: str, out_dir: str, scratch: str) -> Arc
                     ignore=_ignore_unused)
     client = vendor([], version, [RUNTIME_INTERFACE_CLIENT])
     assert client is not None
+    # The interpreter (its gate included), lib-dynload and awslambdaric's extension.
+    check_trees([(stage, ""), (client, "python/")], waivers, "runtime-layer.zip")
     return write_zip(os.path.join(out_dir, "runtime-layer.zip"),
                      [(stage, ""), (client, "python/")])
 

@@ -1,0 +1,61 @@
+"""``faastlane inspect``: scan a runtime, an app, an action or any files for native code
+that can change PKRU outside the runtime's gate.
+
+Exit 0 when every occurrence is the gate or waived, 1 when there are findings (each
+listed with its file, offset, address and disassembly), 2 when the inspection itself
+could not be done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any, Callable
+
+from .gate import RUNTIME_PYTHON
+from .scanner import Target, inspect_targets
+from .targets import folder_targets, python_targets, waivers_in
+from .waivers import Waiver
+
+
+def register(commands: Any) -> None:
+    """Add the inspect subcommand to the CLI's subparsers."""
+    parser = commands.add_parser(
+        "inspect", help="check native code for WRPKRU/XRSTOR outside the runtime's gate",
+        description="Scan every executable byte, at every offset, of ELF files for "
+                    "WRPKRU and XRSTOR: an action folder (with the waivers it records), "
+                    "an app's functions/ (with faastlane.json's waivers), any file or "
+                    "folder, and with --python an interpreter with everything it loads. "
+                    "Without arguments: the cpython-mpk runtime. Exit 1 on findings.")
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="an action folder, an app folder, ELF files or folders")
+    parser.add_argument("--python", metavar="EXE",
+                        help="an interpreter: its binary, lib-dynload, site-packages and "
+                             "the system libraries they load (default without PATHs: "
+                             "the cpython-mpk runtime)")
+    parser.add_argument("--no-system-libraries", action="store_true",
+                        help="with --python, leave out libraries outside its prefix")
+    parser.add_argument("--waivers", metavar="FILE",
+                        help="JSON with an inspector_waivers list, added to those the "
+                             "targets carry")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    targets: list[Target] = []
+    waivers: list[Waiver] = waivers_in(args.waivers) if args.waivers else []
+    for path in args.paths:
+        found, carried = folder_targets(path)
+        targets.extend(found)
+        waivers.extend(carried)
+    python = args.python or (None if args.paths else RUNTIME_PYTHON)
+    if python:
+        targets.extend(python_targets(os.path.abspath(python),
+                                      not args.no_system_libraries))
+    report = inspect_targets(targets, waivers)
+    print(json.dumps(report.to_json(), indent=2) if args.json else report.text())
+    return 1 if report.unwaived else 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"inspect": cmd_inspect}
