@@ -42,6 +42,11 @@ class ElfImage:
                 return name
         return None
 
+    def symbol_address(self, name: str) -> int | None:
+        """The address of the code symbol ``name``, if the file defines one."""
+        self.symbol_at(0)  # reads the symbols once
+        return next((start for start, _, n in self._symbols or () if n == name), None)
+
     def symbol_at(self, vaddr: int) -> tuple[str, int, int] | None:
         """(name, start address, size) of the function symbol covering ``vaddr``."""
         if self._symbols is None:
