@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from faastlane.deploy.commands import _add_connection  # the deploy commands' own options
+from faastlane.deploy.commands import add_connection  # the deploy commands' own options
 
 from . import cache, targets
 
@@ -51,7 +52,7 @@ def register(commands: Any) -> None:
                         help="re-measure a cached profile older than this (default 24)")
     parser.add_argument("--refresh", action="store_true", help="measure even if cached")
     parser.add_argument("--json", action="store_true", help="print the profile as JSON")
-    _add_connection(parser)
+    add_connection(parser)
 
 
 def _measure(args: argparse.Namespace) -> tuple[str, Callable[[], dict[str, Any]]]:

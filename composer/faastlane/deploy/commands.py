@@ -12,12 +12,13 @@ import json
 import os
 import sys
 import tempfile
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from ..options import planning, read_input
 from . import bundle
 from .aws_lambda import LambdaClient
 from .deployer import deploy_lambda, deploy_openwhisk
-from ..options import planning, read_input
 from .errors import InvocationFailed
 from .openwhisk import OpenWhiskClient
 from .wskprops import resolve
@@ -39,7 +40,9 @@ def _add_packaging(parser: argparse.ArgumentParser) -> None:
                              "(default cpython-mpk/build)")
 
 
-def _add_connection(parser: argparse.ArgumentParser) -> None:
+def add_connection(parser: argparse.ArgumentParser) -> None:
+    """The options that reach a platform (OpenWhisk host and key, AWS profile and region);
+    public because ``faastlane profile`` reaches the same platforms with them."""
     ow = parser.add_argument_group("OpenWhisk (default: as wsk, from ~/.wskprops)")
     ow.add_argument("--apihost", help="the API host, e.g. https://openwhisk.example.com")
     ow.add_argument("--auth", help="the key, UUID:KEY")
@@ -83,7 +86,7 @@ def register(commands: Any, add_planning: Callable[[argparse.ArgumentParser], No
                         " Lambda 1024)")
     deploy.add_argument("--timeout", type=int, metavar="S", help="time limit in seconds "
                         "(default: platform's; Lambda 300)")
-    _add_connection(deploy)
+    add_connection(deploy)
     add_planning(deploy)
 
     invoke = commands.add_parser(
@@ -95,7 +98,7 @@ def register(commands: Any, add_planning: Callable[[argparse.ArgumentParser], No
     source = invoke.add_mutually_exclusive_group()
     source.add_argument("--input", metavar="JSON", help="the execution input (default {})")
     source.add_argument("--input-file", metavar="F", help="a file holding the input JSON")
-    _add_connection(invoke)
+    add_connection(invoke)
 
 
 def _say(message: str) -> None:

@@ -30,8 +30,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import trace
 from .errors import RUNTIME, StatesError
@@ -40,7 +41,7 @@ from .functions import EXIT_ERROR
 from .invokers import Invoker, invoker_from_environ
 from .model import Machine, Map, Parallel, State
 from .object_store import ObjectStore
-from .variables import Variables, _size  # the same per-variable accounting as Assign
+from .variables import Variables, encoded_size
 
 if TYPE_CHECKING:
     from .execution import Execution, Options
@@ -235,7 +236,7 @@ class Spiller:
                              describe=lambda g: f"the group of {describe(groups[g][0])} "
                                                 f"and {len(groups[g]) - 1} more")
         merged: list[Outcome | None] = [None] * count
-        for group, answer in zip(groups, answers):
+        for group, answer in zip(groups, answers, strict=False):
             trace.extend(answer.records)
             if answer.error is not None:
                 for index in group:
@@ -351,8 +352,8 @@ def serve_group(orchestrator: Orchestrator, params: dict[str, Any]) -> dict[str,
         execution.context_base = request["context"]
         execution.spiller = Spiller(orchestrator.workflow, options, None, None)
         variables = request.get("variables") or {}
-        execution.variables = Variables(variables, sum(_size(v) for v in variables.values()))
-        work = [_job(state, i, data, execution) for i, data in zip(jobs, inputs)]
+        execution.variables = Variables(variables, sum(encoded_size(v) for v in variables.values()))
+        work = [_job(state, i, data, execution) for i, data in zip(jobs, inputs, strict=False)]
         workers = options.cpu_budget()
         if request.get("max_concurrency", 0) > 0:
             workers = min(workers, request["max_concurrency"])

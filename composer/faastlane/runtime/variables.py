@@ -19,19 +19,23 @@ Orchestrator's memory, so outer variables need no transport; nothing flows back.
 
 from __future__ import annotations
 
-import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import DATA_LIMIT_EXCEEDED, RUNTIME, StatesError
+from .paths import compact_json
 
 MAX_ASSIGN_BYTES = 256 * 1024
 MAX_TOTAL_BYTES = 10 * 1024 * 1024
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
+def encoded_size(value: Any) -> int:
+    """The bytes ``value`` counts against the variable limits: its compact UTF-8 JSON.
 
-def _size(value: Any) -> int:
-    return len(_ENCODER.encode(value).encode("utf-8"))
+    Every measure of variables goes through here, so a scope rebuilt elsewhere (a remote
+    group's, from the variables it was sent) starts from the same total as ``Assign``'s.
+    """
+    return len(compact_json(value).encode("utf-8"))
 
 
 class Variables:
@@ -65,7 +69,7 @@ class Variables:
                 raise StatesError(RUNTIME, f"State '{state_name}' cannot assign the variable "
                                            f"'{name}': it belongs to an outer scope (a Parallel "
                                            "branch or Map iteration can only read it)")
-            sizes[name] = _size(value)
+            sizes[name] = encoded_size(value)
         assigned = sum(sizes.values())
         if assigned > MAX_ASSIGN_BYTES:
             raise StatesError(DATA_LIMIT_EXCEEDED, f"State '{state_name}' assigns {assigned} "
