@@ -1,14 +1,26 @@
-"""Helpers for running the real ``faastlane`` command on apps written into tmp_path."""
+"""Helpers for running the real ``faastlane`` command on apps written into tmp_path.
+
+Shared by every suite that runs the CLI (integration, deploy, placement): ``pytest``
+puts ``tests/`` on ``sys.path`` for the packages below it, so they import this module as
+``integration.apps``.
+"""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# Generous: packaging vendors requirements with pip, and the examples' inputs are large.
+CLI_TIMEOUT = 300
 
 
 @dataclass
@@ -22,10 +34,25 @@ class Completed:
         return json.loads(self.stdout)
 
 
-def faastlane(*args: str, timeout: float = 120) -> Completed:
-    """Run the CLI as a user would, in a fresh interpreter."""
-    proc = subprocess.run([sys.executable, "-m", "faastlane", *args], capture_output=True,
-                          text=True, timeout=timeout)
+def _command(console_script: bool) -> list[str]:
+    if not console_script:
+        return [sys.executable, "-m", "faastlane"]
+    beside = Path(sys.executable).with_name("faastlane")
+    found = str(beside) if beside.exists() else shutil.which("faastlane")
+    if found is None:
+        pytest.fail("the faastlane CLI is not installed (pip install -e . in this venv)")
+    return [found]
+
+
+def faastlane(*args: str, env: dict[str, str] | None = None, timeout: float = CLI_TIMEOUT,
+              console_script: bool = False) -> Completed:
+    """Run the CLI as a user would, in a fresh interpreter, from the repository root.
+
+    ``python -m faastlane`` by default; ``console_script`` runs the installed ``faastlane``
+    entry point instead, so a test also proves that what ``pip install`` made works.
+    """
+    proc = subprocess.run([*_command(console_script), *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=ROOT)
     return Completed(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -18,7 +18,6 @@ each test, so every test sees only what its own run wrote.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -26,27 +25,16 @@ import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-LOCAL_AWS = ROOT / "examples" / "local-aws"
+from .examples import EXAMPLES, load_module
+
+LOCAL_AWS = EXAMPLES / "local-aws"
 SCRIPT_TIMEOUT = 90
-CLI_TIMEOUT = 300
 
-
-def _load_scripts() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("examples_local_aws",
-                                                  LOCAL_AWS / "local_aws.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-scripts = _load_scripts()
+scripts = load_module(LOCAL_AWS / "local_aws.py", "examples_local_aws")
 
 
 def parse_exports(text: str) -> dict[str, str]:
@@ -134,13 +122,6 @@ class LocalAws:
             for message in batch:
                 envelopes.append(json.loads(message["Body"]))
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-
-
-def run_example(app: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``python -m faastlane run examples/APP ARGS`` as a user runs it."""
-    command = [sys.executable, "-m", "faastlane", "run", str(ROOT / "examples" / app), *args]
-    return subprocess.run(command, check=False, capture_output=True, text=True,
-                          timeout=CLI_TIMEOUT, cwd=ROOT, env=env)
 
 
 def _script(name: str, state: Path) -> subprocess.CompletedProcess[str]:

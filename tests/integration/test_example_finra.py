@@ -7,59 +7,42 @@ workflow runs through the real CLI in a subprocess, as a user runs it.
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "examples" / "finra"
+from .apps import Completed
+from .examples import (
+    EXAMPLES,
+    assert_plain_lambda_handlers,
+    load_module,
+    run_example,
+    run_example_ok,
+)
+
+APP = EXAMPLES / "finra"
 FUNCTIONS = APP / "functions"
 PORTFOLIOS = ("HF-1001", "HF-2002", "HF-3003")
 STATE_LIMIT = 256 * 1024  # Step Functions' limit on one state's input or output
-CLI_TIMEOUT = 300
 
-
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-reference = _load(APP / "reference.py", "finra_reference")
+reference = load_module(APP / "reference.py", "finra_reference")
 
 
 def _read(name: str) -> Any:
     return json.loads((APP / name).read_text(encoding="utf-8"))
 
 
-def _faastlane() -> str:
-    beside = Path(sys.executable).with_name("faastlane")
-    found = str(beside) if beside.exists() else shutil.which("faastlane")
-    if found is None:
-        pytest.fail("the faastlane CLI is not installed (pip install -e . in this venv)")
-    return found
-
-
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([_faastlane(), "run", str(APP), *args], capture_output=True,
-                          text=True, timeout=CLI_TIMEOUT, cwd=ROOT)
+def _run(*args: str) -> Completed:
+    # This suite runs the installed entry point, the others ``python -m faastlane``.
+    return run_example("finra", *args, console_script=True)
 
 
 def _run_ok(*args: str) -> Any:
-    done = _run(*args)
-    assert done.returncode == 0, f"faastlane run failed:\n{done.stdout}\n{done.stderr}"
-    return json.loads(done.stdout)
+    return run_example_ok("finra", *args, console_script=True).json
 
 
 # --- the workflow, run by the CLI ---------------------------------------------------------
@@ -86,7 +69,7 @@ def test_other_portfolios_match_reference(portfolio: str) -> None:
 def test_unknown_portfolio_fails_the_execution_with_the_functions_error() -> None:
     request = {**_read("input.json"), "portfolio_id": "HF-9999"}
     done = _run("--input", json.dumps(request), "--isolation", "none")
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.code == 1, done.stdout + done.stderr
     failure = json.loads(done.stdout)
     assert failure["Error"] == "PortfolioNotFound"
     assert "HF-9999" in failure["Cause"]
@@ -97,7 +80,7 @@ def test_unknown_portfolio_fails_the_execution_with_the_functions_error() -> Non
 def _handler(name: str) -> Any:
     single = FUNCTIONS / f"{name}.py"
     path = single if single.exists() else FUNCTIONS / name / "lambda_function.py"
-    return _load(path, f"finra_fn_{name}").handler
+    return load_module(path, f"finra_fn_{name}").handler
 
 
 @pytest.mark.parametrize("portfolio", PORTFOLIOS)
@@ -209,18 +192,9 @@ def test_map_runs_one_unthrottled_iteration_per_rule() -> None:
 
 
 def test_functions_are_plain_lambda_handlers() -> None:
-    sources = [p for p in FUNCTIONS.rglob("*.py")]
+    sources = list(FUNCTIONS.rglob("*.py"))
     assert len(sources) == 4
-    for source in sources:
-        tree = ast.parse(source.read_text(encoding="utf-8"))
-        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
-                    if isinstance(node, ast.Import) for alias in node.names}
-        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                     if isinstance(node, ast.ImportFrom) and node.module}
-        assert imported <= set(sys.stdlib_module_names), (source, imported)
-        handlers = [node for node in tree.body
-                    if isinstance(node, ast.FunctionDef) and node.name == "handler"]
-        assert [[a.arg for a in h.args.args] for h in handlers] == [["event", "context"]]
+    assert_plain_lambda_handlers(sources)
     settings = _read("faastlane.json")
     names = {p.stem if p.parent == FUNCTIONS else p.parent.name for p in sources}
     assert set(settings["sensitive"]) | set(settings["untrusted"]) == names

@@ -11,10 +11,8 @@ Besides the workflow's output, the tests read what landed in DynamoDB.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -23,15 +21,21 @@ from typing import Any
 
 import pytest
 
+from .examples import (
+    EXAMPLES,
+    assert_plain_lambda_handlers,
+    load_module,
+    run_example,
+    run_example_ok,
+)
 from .local_aws import (
+    LOCAL_AWS,
     LocalAws,
     fresh_aws,  # noqa: F401  (a pytest fixture)
     local_aws_endpoints,  # noqa: F401  (a pytest fixture)
-    run_example,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "examples" / "healthcare"
+APP = EXAMPLES / "healthcare"
 INPUT = APP / "input.json"
 STORED_CONSENTS = {"full", "store-only"}
 SHARED_CONSENTS = {"full", "research-only"}
@@ -57,10 +61,8 @@ def _located(note: str, spans: list[dict[str, str]]) -> list[tuple[str, str, int
 
 
 def _run_ok(aws: LocalAws, *args: str, **env: str | None) -> Any:
-    done = run_example("healthcare", "--input-file", str(INPUT), *args,
-                       env=aws.environment(**env))
-    assert done.returncode == 0, f"faastlane run failed:\n{done.stdout}\n{done.stderr}"
-    return json.loads(done.stdout)
+    return run_example_ok("healthcare", "--input-file", str(INPUT), *args,
+                          env=aws.environment(**env)).json
 
 
 # --- the workflow, run by the CLI ---------------------------------------------------------
@@ -116,7 +118,7 @@ def test_report_table_and_analytics_input_match_the_hand_derived_expectations(
 def test_untrusted_analytics_runs_in_its_own_process_by_default(aws: LocalAws) -> None:
     done = run_example("healthcare", "--input-file", str(INPUT), "--trace",
                        env=aws.environment())
-    assert done.returncode == 0, done.stderr
+    assert done.code == 0, done.stderr
     assert json.loads(done.stdout) == _read("expected.json")
     lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
     header = next(line for line in lines if line.get("trace") == "faastlane")
@@ -132,7 +134,7 @@ def test_untrusted_analytics_runs_in_its_own_process_by_default(aws: LocalAws) -
 def test_unset_table_fails_the_execution_and_stores_nothing(aws: LocalAws) -> None:
     done = run_example("healthcare", "--input-file", str(INPUT), "--isolation", "none",
                        env=aws.environment(HEALTHCARE_TABLE=None))
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.code == 1, done.stdout + done.stderr
     failure = json.loads(done.stdout)
     assert failure["Error"] == "RuntimeError"
     assert "HEALTHCARE_TABLE" in failure["Cause"]
@@ -144,7 +146,7 @@ def test_phi_detection_really_goes_to_the_configured_endpoint(aws: LocalAws) -> 
     done = run_example("healthcare", "--input-file", str(INPUT), "--isolation", "none",
                        env=aws.environment(AWS_ENDPOINT_URL_COMPREHENDMEDICAL=closed,
                                            AWS_MAX_ATTEMPTS="1"))
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.code == 1, done.stdout + done.stderr
     assert json.loads(done.stdout)["Error"] == "EndpointConnectionError"
     assert aws.items(aws.exports["HEALTHCARE_TABLE"]) == {}
 
@@ -158,12 +160,7 @@ def _function(name: str, endpoints: LocalAws, monkeypatch: pytest.MonkeyPatch) -
         monkeypatch.delenv(key)
     for key, value in wanted.items():
         monkeypatch.setenv(key, value)
-    spec = importlib.util.spec_from_file_location(f"healthcare_{name}",
-                                                  APP / "functions" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(APP / "functions" / f"{name}.py", f"healthcare_{name}")
 
 
 def test_notes_longer_than_one_request_are_split_without_losing_offsets(
@@ -283,12 +280,7 @@ def test_stand_in_speaks_rpc_v2_cbor_to_botocore_too(
 
 
 def _cbor() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("local_aws_cbor",
-                                                  ROOT / "examples" / "local-aws" / "cbor.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(LOCAL_AWS / "cbor.py", "local_aws_cbor")
 
 
 # Examples from RFC 8949, Appendix A.
@@ -338,21 +330,10 @@ def test_expected_phi_is_what_the_expected_masked_notes_hide() -> None:
 
 
 def test_functions_are_plain_lambda_handlers() -> None:
-    import ast
-
     settings = _read("faastlane.json")
     sources = sorted((APP / "functions").glob("*.py"))
     assert {p.stem for p in sources} == {"PHIIdentifier", "StoreProtected", "AnonRecord",
                                          "Analytics"}
-    for source in sources:
-        tree = ast.parse(source.read_text(encoding="utf-8"))
-        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
-                    if isinstance(node, ast.Import) for alias in node.names}
-        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                     if isinstance(node, ast.ImportFrom) and node.module}
-        assert imported <= set(sys.stdlib_module_names) | {"boto3"}, (source, imported)
-        assert "endpoint_url" not in source.read_text(encoding="utf-8")
-        handlers = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "handler"]
-        assert [[a.arg for a in h.args.args] for h in handlers] == [["event", "context"]]
+    assert_plain_lambda_handlers(sources, requirements={"boto3"})
     assert settings["untrusted"] == ["Analytics"]
     assert "Analytics" not in settings["sensitive"]

@@ -8,15 +8,12 @@ construction; the model's accuracy is measured on scikit-learn digits it never t
 
 from __future__ import annotations
 
-import ast
 import base64
-import importlib.util
 import io
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -24,24 +21,21 @@ import pytest
 from PIL import Image
 from sklearn.datasets import load_digits
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "examples" / "ml-predict"
+from .apps import CLI_TIMEOUT, faastlane
+from .examples import (
+    EXAMPLES,
+    assert_plain_lambda_handlers,
+    load_module,
+    run_example,
+    run_example_ok,
+)
+
+APP = EXAMPLES / "ml-predict"
 FUNCTIONS = APP / "functions"
-CLI_TIMEOUT = 300
 TRAINING_LOG = "Predict: trained "
 MB = 1_000_000
 
-
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-generator = _load(APP / "generate_input.py", "ml_predict_generator")
+generator = load_module(APP / "generate_input.py", "ml_predict_generator")
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +49,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def handlers() -> dict[str, Any]:
     """The three functions imported as Lambda would, Predict training its model once."""
-    return {name: _load(FUNCTIONS / f"{name}.py", f"ml_predict_fn_{name}").handler
+    return {name: load_module(FUNCTIONS / f"{name}.py", f"ml_predict_fn_{name}").handler
             for name in ("Resize", "Predict", "Render")}
 
 
@@ -63,15 +57,9 @@ def _read(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "faastlane", "run", str(APP), *args],
-                          capture_output=True, text=True, timeout=CLI_TIMEOUT, cwd=ROOT)
-
-
 def _run_ok(*args: str) -> tuple[Any, str]:
-    done = _run(*args)
-    assert done.returncode == 0, f"faastlane run failed:\n{done.stdout}\n{done.stderr}"
-    return json.loads(done.stdout), done.stderr
+    done = run_example_ok("ml-predict", *args)
+    return done.json, done.stderr
 
 
 def _project(report: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any]:
@@ -154,8 +142,8 @@ def test_a_warm_lambda_container_trains_once_for_many_requests(inputs: Path,
                                                                tmp_path: Path) -> None:
     """The composed action, invoked three times in one process as a warm Lambda is."""
     action = tmp_path / "action"
-    subprocess.run([sys.executable, "-m", "faastlane", "compose", str(APP), "-o",
-                    str(action)], check=True, capture_output=True, timeout=CLI_TIMEOUT)
+    composed = faastlane("compose", str(APP), "-o", str(action))
+    assert composed.code == 0, composed.stderr
     done = subprocess.run([sys.executable, "-c", WARM_INVOKER, str(action),
                            str(inputs / "input.json")], capture_output=True, text=True,
                           timeout=CLI_TIMEOUT)
@@ -168,8 +156,8 @@ def test_a_warm_lambda_container_trains_once_for_many_requests(inputs: Path,
 
 def test_an_upload_that_is_not_an_image_fails_the_execution() -> None:
     request = {"image_id": "x", "image": base64.b64encode(b"GIF89a not really").decode()}
-    done = _run("--input", json.dumps(request), "--isolation", "none")
-    assert done.returncode == 1, done.stdout + done.stderr
+    done = run_example("ml-predict", "--input", json.dumps(request), "--isolation", "none")
+    assert done.code == 1, done.stdout + done.stderr
     failure = json.loads(done.stdout)
     assert failure["Error"] == "InvalidImage"
     assert json.loads(failure["Cause"])["errorType"] == "InvalidImage"
@@ -263,16 +251,6 @@ def test_only_predictions_leave_predict(handlers: dict[str, Any]) -> None:
 def test_functions_are_plain_lambda_handlers() -> None:
     sources = sorted(FUNCTIONS.rglob("*.py"))
     assert [p.stem for p in sources] == ["Predict", "Render", "Resize"]
-    allowed = set(sys.stdlib_module_names) | {"numpy", "PIL", "sklearn"}
-    for source in sources:
-        tree = ast.parse(source.read_text(encoding="utf-8"))
-        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
-                    if isinstance(node, ast.Import) for alias in node.names}
-        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                     if isinstance(node, ast.ImportFrom) and node.module}
-        assert imported <= allowed, (source, imported)
-        handlers = [node for node in tree.body
-                    if isinstance(node, ast.FunctionDef) and node.name == "handler"]
-        assert [[a.arg for a in h.args.args] for h in handlers] == [["event", "context"]]
+    assert_plain_lambda_handlers(sources, requirements={"numpy", "PIL", "sklearn"})
     settings = _read(APP / "faastlane.json")
     assert settings == {"sensitive": ["Predict"], "untrusted": ["Resize"]}

@@ -13,25 +13,26 @@ workflow's output, the tests read what landed in DynamoDB and in the topic's que
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from .examples import (
+    EXAMPLES,
+    assert_plain_lambda_handlers,
+    load_module,
+    run_example,
+    run_example_ok,
+)
 from .local_aws import (
     LocalAws,
     fresh_aws,  # noqa: F401  (a pytest fixture)
     local_aws_endpoints,  # noqa: F401  (a pytest fixture)
-    run_example,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "examples" / "sentiment"
+APP = EXAMPLES / "sentiment"
 INPUT = APP / "input.json"
 THRESHOLD = 0.05  # VADER's documented boundary between neutral and polar
 
@@ -50,9 +51,7 @@ def _model_for(review: dict[str, Any]) -> str:
 
 
 def _run(aws: LocalAws, *args: str, **env: str | None) -> Any:
-    done = run_example("sentiment", *args, env=aws.environment(**env))
-    assert done.returncode == 0, f"faastlane run failed:\n{done.stdout}\n{done.stderr}"
-    return json.loads(done.stdout)
+    return run_example_ok("sentiment", *args, env=aws.environment(**env)).json
 
 
 def _published(aws: LocalAws) -> dict[str, dict[str, Any]]:
@@ -109,7 +108,7 @@ def test_unset_topic_fails_the_execution(aws: LocalAws) -> None:
     request = {"batch_id": "no-topic", "reviews": [negative]}
     done = run_example("sentiment", "--input", json.dumps(request), "--isolation", "none",
                        env=aws.environment(SENTIMENT_TOPIC_ARN=None))
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.code == 1, done.stdout + done.stderr
     failure = json.loads(done.stdout)
     assert failure["Error"] == "RuntimeError"
     assert "SENTIMENT_TOPIC_ARN" in failure["Cause"]
@@ -119,12 +118,7 @@ def test_unset_topic_fails_the_execution(aws: LocalAws) -> None:
 # --- the two models on their own ---------------------------------------------------------
 
 def _function(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"sentiment_{name}",
-                                                  APP / "functions" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(APP / "functions" / f"{name}.py", f"sentiment_{name}")
 
 
 @pytest.mark.parametrize("review_id", ["rv-002", "rv-003", "rv-010", "rv-014"])
@@ -165,14 +159,5 @@ def test_functions_are_plain_lambda_handlers() -> None:
     sources = sorted((APP / "functions").glob("*.py"))
     assert {p.stem for p in sources} == {"ScoreGeneral", "ScoreElectronics", "StorePositive",
                                          "FlagNegative", "Summarize"}
-    for source in sources:
-        tree = ast.parse(source.read_text(encoding="utf-8"))
-        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
-                    if isinstance(node, ast.Import) for alias in node.names}
-        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                     if isinstance(node, ast.ImportFrom) and node.module}
-        assert imported <= set(sys.stdlib_module_names) | {"boto3", "vaderSentiment"}, source
-        assert "endpoint_url" not in source.read_text(encoding="utf-8")
-        handlers = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "handler"]
-        assert [[a.arg for a in h.args.args] for h in handlers] == [["event", "context"]]
+    assert_plain_lambda_handlers(sources, requirements={"boto3", "vaderSentiment"})
     assert set(_read("faastlane.json")["trusted"]) == {p.stem for p in sources}
