@@ -51,7 +51,8 @@ class RuntimeApi:
         """What AWS_LAMBDA_RUNTIME_API holds: host:port, no scheme."""
         return f"127.0.0.1:{self.server.server_port}"
 
-    def invoke(self, event: Any, timeout: float = 60) -> Outcome:
+    # Generous: the first invocation includes a cold start of the runtime on a busy CI host.
+    def invoke(self, event: Any, timeout: float = 240) -> Outcome:
         request_id = str(uuid.uuid4())
         self.outcomes[request_id] = queue.Queue()
         self.events.put((request_id, json.dumps(event).encode()))
