@@ -74,8 +74,8 @@ def plot_all(document: dict[str, Any], folder: Path) -> list[Path]:
     if apps:
         fig, ax = plt.subplots(figsize=(11, 5))
         _grouped_bars(ax, apps, None, stacked=True)
-        ax.set_yscale("log")
-        ax.set_ylabel("median time per execution (ms, log)")
+        # Linear: on a log axis stacked segments would not show their share.
+        ax.set_ylabel("median time per execution (ms)")
         ax.set_title("External / compute / function-interaction time (bars stacked)")
         for part, colour in COLOURS.items():
             ax.bar(0, 0, color=colour, label=part)
