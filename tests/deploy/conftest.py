@@ -1,24 +1,26 @@
 """Fixtures for the deployment tests: packaged apps, action containers, moto, Docker.
 
-Docker tests need a running engine: the ``docker_image`` fixture runs
-``docker/ensure-dockerd.sh`` (installs docker.io, starts dockerd) and builds the runtime
-image (cached by input hash); if that is impossible the tests fail, they never skip.
+The servers' fixtures live in ``server_fixtures.py``, which the placement tests share.
 """
 
 from __future__ import annotations
 
 import base64
-import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
-from deploy_apps import FINRA, write_small_app
-from deploy_servers import (ActionServer, build_runtime_image, ensure_docker, free_port,
-                            start_action_server, start_moto_server, stop, wait_for_port)
-from faastlane.deploy.bundle import package_lambda, package_openwhisk
-from faastlane.deploy.bundle import LambdaPackage
+from faastlane.deploy.bundle import LambdaPackage, package_lambda, package_openwhisk
+
+from .deploy_apps import FINRA, write_small_app
+from .deploy_servers import ActionServer, start_action_server, stop
+from .server_fixtures import (  # noqa: F401  (pytest fixtures, registered by importing)
+    action_server_processes,
+    built_runtime_image,
+    moto_server,
+    runtime_containers,
+)
 
 
 @pytest.fixture(scope="session")
@@ -53,58 +55,4 @@ def action_server(tmp_path: Path) -> Iterator[ActionServer]:
     """A fresh action container, as a process on this machine's Python."""
     process, server = start_action_server(tmp_path)
     yield server
-    stop(process)
-
-
-@pytest.fixture
-def action_servers(tmp_path: Path) -> Iterator[Callable[[], ActionServer]]:
-    """A factory of fresh action containers (processes), all stopped afterwards."""
-    started = []
-
-    def make() -> ActionServer:
-        folder = tmp_path / f"container-{len(started)}"
-        folder.mkdir()
-        process, server = start_action_server(folder)
-        started.append(process)
-        return server
-
-    yield make
-    for process in started:
-        stop(process)
-
-
-@pytest.fixture(scope="session")
-def docker_image() -> str:
-    try:
-        ensure_docker()
-        return build_runtime_image()
-    except RuntimeError as err:
-        pytest.fail(str(err), pytrace=False)
-
-
-@pytest.fixture
-def containers(docker_image: str) -> Iterator[Callable[[], tuple[str, ActionServer]]]:
-    """A factory of runtime-image containers (host network, 127.0.0.1 only)."""
-    started: list[str] = []
-
-    def make() -> tuple[str, ActionServer]:
-        port = free_port()
-        container = subprocess.run(
-            ["docker", "run", "-d", "--rm", "--network", "host", docker_image,
-             "--host", "127.0.0.1", "--port", str(port)],
-            capture_output=True, text=True, check=True).stdout.strip()
-        started.append(container)
-        wait_for_port(port)
-        return container, ActionServer(f"http://127.0.0.1:{port}")
-
-    yield make
-    for container in started:
-        subprocess.run(["docker", "rm", "-f", container], capture_output=True)
-
-
-@pytest.fixture(scope="session")
-def moto() -> Iterator[str]:
-    """moto's server on 127.0.0.1: its URL, for AWS_ENDPOINT_URL."""
-    process, url = start_moto_server()
-    yield url
     stop(process)

@@ -1,38 +1,18 @@
-"""Apps for the deployment tests, and the real CLI run as a user runs it."""
+"""Apps for the deployment tests; the CLI runs through ``integration.apps.faastlane``."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-from dataclasses import dataclass
+import os
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-FINRA = REPO / "examples" / "finra"
+from integration.apps import write_app
+from integration.examples import EXAMPLES
+
+FINRA = EXAMPLES / "finra"
 # A small pure-Python wheel the test environment does not have: importing it inside the
 # action proves it was vendored into the package.
 VENDORED_REQUIREMENT = "inflection==0.5.1"
-
-
-@dataclass
-class Completed:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.stdout)
-
-
-def faastlane(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> Completed:
-    """The CLI in a fresh interpreter."""
-    proc = subprocess.run([sys.executable, "-m", "faastlane", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
-    return Completed(proc.returncode, proc.stdout, proc.stderr)
 
 
 SMALL_WORKFLOW = {
@@ -87,13 +67,9 @@ SMALL_FUNCTIONS = {
 
 def write_small_app(root: Path, big_string: int = 0) -> Path:
     """The small app; ``big_string`` bytes of padding in a function make a big package."""
-    (root / "functions").mkdir(parents=True)
-    (root / "workflow.json").write_text(json.dumps(SMALL_WORKFLOW, indent=2))
-    for name, source in SMALL_FUNCTIONS.items():
-        (root / "functions" / f"{name}.py").write_text(textwrap.dedent(source))
+    write_app(root, SMALL_WORKFLOW, SMALL_FUNCTIONS)
     (root / "requirements.txt").write_text(VENDORED_REQUIREMENT + "\n")
     if big_string:
-        import os
         # Incompressible bytes, so the zip is as big as the data.
         (root / "functions" / "blob.bin").write_bytes(os.urandom(big_string))
     return root

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deploy_apps import REPO
+from integration.apps import ROOT
 
-ACTION_SERVER = REPO / "composer" / "faastlane" / "runtime" / "action_server.py"
+ACTION_SERVER = ROOT / "composer" / "faastlane" / "runtime" / "action_server.py"
 
 
 def free_port() -> int:
@@ -99,7 +99,7 @@ def start_moto_server() -> tuple[subprocess.Popen, str]:
 
 def ensure_docker() -> None:
     """Install and start Docker as CI does; fail (never skip) if it cannot run."""
-    done = subprocess.run([str(REPO / "docker" / "ensure-dockerd.sh")], capture_output=True,
+    done = subprocess.run([str(ROOT / "docker" / "ensure-dockerd.sh")], capture_output=True,
                           text=True, timeout=600)
     if done.returncode != 0:
         raise RuntimeError("Docker cannot run here, and the Docker tests need it:\n"
@@ -107,7 +107,7 @@ def ensure_docker() -> None:
 
 
 def build_runtime_image() -> str:
-    done = subprocess.run([str(REPO / "docker" / "build.sh"), "runtime"], capture_output=True,
+    done = subprocess.run([str(ROOT / "docker" / "build.sh"), "runtime"], capture_output=True,
                           text=True, timeout=1800, env=dict(os.environ))
     if done.returncode != 0:
         raise RuntimeError("docker/build.sh runtime failed:\n" + done.stderr)

@@ -20,15 +20,26 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import threading
 import time
 import urllib.parse
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any
 
-from deploy_servers import ActionServer
+from .deploy_servers import ActionServer
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a CLI run against this endpoint: no ~/.wskprops and no __OW_*
+    of the machine running the tests, only what the command line (or ``extra``) gives."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("__OW_")}
+    env["WSK_CONFIG_FILE"] = str(tmp_path / "no-wskprops")
+    return {**env, **extra}
 
 
 @dataclass

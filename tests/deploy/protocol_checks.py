@@ -10,8 +10,8 @@ import threading
 import zipfile
 from typing import Any
 
-from deploy_apps import FINRA, expected_small_output
-from deploy_servers import ActionServer, post
+from .deploy_apps import FINRA, expected_small_output
+from .deploy_servers import ActionServer, post
 
 SENTINEL = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"
 

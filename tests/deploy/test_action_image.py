@@ -4,16 +4,13 @@ in a container of the image built from Debian packages with the cpython-mpk inte
 from __future__ import annotations
 
 import subprocess
-from typing import Callable
 
-import protocol_checks as check
-from deploy_servers import ActionServer
-
-Containers = Callable[[], tuple[str, ActionServer]]
+from . import protocol_checks as check
+from .server_fixtures import Containers
 
 
-def test_the_image_runs_the_cpython_mpk_interpreter(docker_image: str):
-    done = subprocess.run(["docker", "run", "--rm", "--entrypoint", "python3", docker_image,
+def test_the_image_runs_the_cpython_mpk_interpreter(runtime_image: str):
+    done = subprocess.run(["docker", "run", "--rm", "--entrypoint", "python3", runtime_image,
                            "-c", "import sys, ssl, sqlite3; print(sys.prefix)"],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "/opt/cpython-mpk"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import protocol_checks as check
-from deploy_servers import ActionServer
+from . import protocol_checks as check
+from .deploy_servers import ActionServer
 
 
 def test_runs_finra_twice_with_the_packaged_zip(action_server: ActionServer, finra_zip: str):

@@ -12,8 +12,10 @@ from pathlib import Path
 import boto3
 import pytest
 
-from deploy_apps import FINRA, REPO, faastlane
 from faastlane.deploy.bundle import package_lambda
+from integration.apps import ROOT, faastlane
+
+from .deploy_apps import FINRA
 
 REGION = "us-east-1"
 
@@ -76,7 +78,7 @@ def test_deploy_creates_then_updates_function_and_layer(moto: str, role: str, sm
 
 
 def test_finra_deploys_with_a_custom_runtime(moto: str, role: str, tmp_path: Path):
-    if not (REPO / "cpython-mpk" / "build" / "bin" / "python3").exists():
+    if not (ROOT / "cpython-mpk" / "build" / "bin" / "python3").exists():
         pytest.fail("cpython-mpk is not built: run `make -C cpython-mpk`", pytrace=False)
     done = faastlane("deploy", str(FINRA), "--target", "lambda", "--custom-runtime",
                      "--role", role, env=aws_env(tmp_path, moto))

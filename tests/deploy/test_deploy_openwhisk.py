@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import base64
 import json
-import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
-from deploy_apps import FINRA, expected_small_output, faastlane
-from deploy_servers import ActionServer
-from openwhisk_endpoint import OpenWhiskEndpoint
+from integration.apps import faastlane
 
-AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP"
+from .deploy_apps import FINRA, expected_small_output
+from .deploy_servers import ActionServer
+from .openwhisk_endpoint import OpenWhiskEndpoint, clean_env
+
+AUTH = ("23bc46b1-71f6-4ed5-8c54-816aa4f8c502:"
+        "123zO3xZCLrMN6v2BKK1dXYFpXlPkccOFqm12CdAsMgRU4VrNZ9lyGVCGuMDGIwP")
 
 
 @pytest.fixture
@@ -23,13 +25,6 @@ def controller(action_servers: Callable[[], ActionServer]) -> Iterator[OpenWhisk
     endpoint = OpenWhiskEndpoint(AUTH, action_servers)
     yield endpoint
     endpoint.close()
-
-
-def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """No ~/.wskprops or __OW_* from the machine running the tests."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("__OW_")}
-    env["WSK_CONFIG_FILE"] = str(tmp_path / "no-wskprops")
-    return {**env, **extra}
 
 
 def test_deploy_puts_the_action_and_invoke_runs_it(controller: OpenWhiskEndpoint,
@@ -111,8 +106,9 @@ def test_an_api_error_reports_status_and_message(controller: OpenWhiskEndpoint,
     wrong = faastlane("deploy", str(small_app), "--target", "openwhisk", "--apihost",
                       controller.url, "--auth", "someone:wrong", env=env)
     assert wrong.code == 1
-    assert wrong.stderr.strip().splitlines()[-1] == ("faastlane: error: OpenWhisk PUT action small: 401: "
-                                    "The supplied authentication is invalid")
+    assert wrong.stderr.strip().splitlines()[-1] == (
+        "faastlane: error: OpenWhisk PUT action small: 401: "
+        "The supplied authentication is invalid")
     missing = faastlane("invoke", "nothing-here", "--target", "openwhisk", "--apihost",
                         controller.url, "--auth", AUTH, env=env)
     assert missing.stderr.strip() == ("faastlane: error: OpenWhisk invoke nothing-here: 404: "

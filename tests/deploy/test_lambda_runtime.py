@@ -7,16 +7,18 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from deploy_apps import FINRA, REPO, expected_small_output
 from faastlane.deploy.bundle import LambdaPackage, package_lambda
-from runtime_api import RuntimeApi
+from integration.apps import ROOT
 
-PYTHON_PREFIX = REPO / "cpython-mpk" / "build"
+from .deploy_apps import FINRA, expected_small_output
+from .runtime_api import RuntimeApi
+
+PYTHON_PREFIX = ROOT / "cpython-mpk" / "build"
 
 
 def unpack(package: LambdaPackage, root: Path) -> tuple[Path, Path]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from deploy_apps import FINRA, faastlane, write_small_app
+from integration.apps import faastlane
+
+from .deploy_apps import FINRA, write_small_app
 
 
 def names(path: Path) -> set[str]:

@@ -4,30 +4,21 @@ sub-workflow requests it recorded."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from deploy_apps import faastlane
-from openwhisk_endpoint import OpenWhiskEndpoint
+from deploy.openwhisk_endpoint import OpenWhiskEndpoint, clean_env
+from integration.apps import faastlane
 
-from conftest import AUTH
-
+AUTH = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:placement-tests-key"
 GROUP_KEY = "__faastlane_group"
 ACTION = "_/finra"
-
-
-def env_for(tmp_path: Path) -> dict[str, str]:
-    """The CLI's environment: no ~/.wskprops, no __OW_* of the machine running tests."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("__OW_")}
-    env["WSK_CONFIG_FILE"] = str(tmp_path / "no-wskprops")
-    return env
 
 
 def deploy(controller: OpenWhiskEndpoint, app: Path, name: str, tmp_path: Path,
            *planning: str) -> None:
     done = faastlane("deploy", str(app), "--target", "openwhisk", "--apihost", controller.url,
-                     "--auth", AUTH, "--name", name, *planning, env=env_for(tmp_path))
+                     "--auth", AUTH, "--name", name, *planning, env=clean_env(tmp_path))
     assert done.code == 0, done.stderr
 
 
@@ -36,7 +27,7 @@ def invoke(controller: OpenWhiskEndpoint, name: str, tmp_path: Path, payload: An
     source = tmp_path / "input.json"
     source.write_text(json.dumps(payload))
     done = faastlane("invoke", name, "--target", "openwhisk", "--apihost", controller.url,
-                     "--auth", AUTH, "--input-file", str(source), env=env_for(tmp_path))
+                     "--auth", AUTH, "--input-file", str(source), env=clean_env(tmp_path))
     return done.code, json.loads(done.stdout)
 
 

@@ -3,7 +3,7 @@ store round-trips JSON through moto's S3 server."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -31,7 +31,7 @@ def test_signature_equals_botocore(service: str, url: str, token: str | None) ->
     signer = S3SigV4Auth if service == "s3" else SigV4Auth
     signer(Credentials(KEY, SECRET, token), service, "us-east-1").add_auth(request)
     when = datetime.strptime(request.headers["X-Amz-Date"], "%Y%m%dT%H%M%SZ").replace(
-        tzinfo=timezone.utc)
+        tzinfo=UTC)
     ours = sigv4.sign("POST", url, {"Content-Type": "application/json"}, body, service,
                       "us-east-1", sigv4.Credentials(KEY, SECRET, token), when)
     assert ours["Authorization"] == request.headers["Authorization"]

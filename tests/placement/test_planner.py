@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from deploy_apps import FINRA, faastlane
+from deploy.deploy_apps import FINRA
 from faastlane.plan import placements
 from faastlane.runtime.execution import PARALLEL_PROCESSES, PARALLEL_THREADS
 from faastlane.runtime.model import machine_from_asl
 from faastlane.runtime.remote import CONTAINERS, PROCESSES, THREADS, find_state, split
+from integration.apps import faastlane
 
 
 def parallel(name: str, width: int, with_task: bool = True) -> dict:

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from deploy_apps import faastlane
-from faastlane.runtime import cpus
 from faastlane_profiler import cache, mpk, scaling
-from openwhisk_endpoint import OpenWhiskEndpoint
 
-from conftest import AUTH
+from deploy.openwhisk_endpoint import OpenWhiskEndpoint
+from faastlane.runtime import cpus
+from integration.apps import faastlane
+
+from .spill_cli import AUTH
 
 
 @pytest.mark.parametrize("throughput, expected", [

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from deploy_apps import FINRA, faastlane
-from integration.apps import chain, task, write_app
-from openwhisk_endpoint import OpenWhiskEndpoint
-from spill_cli import deploy, group_calls, invoke
+from deploy.deploy_apps import FINRA
+from deploy.openwhisk_endpoint import OpenWhiskEndpoint
+from integration.apps import chain, faastlane, task, write_app
+
+from .spill_cli import deploy, group_calls, invoke
 
 ACTION = "_/finra"
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from deploy_apps import FINRA
-from openwhisk_endpoint import OpenWhiskEndpoint
-from spill_cli import deploy, group_calls, invoke
+from deploy.deploy_apps import FINRA
+from deploy.openwhisk_endpoint import OpenWhiskEndpoint
+
+from .spill_cli import deploy, group_calls, invoke
 
 
 def test_finra_over_one_cpu_containers_equals_the_expected_report(
