@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from faastlane.deploy import limits
 from faastlane.deploy.bundle import package_lambda, package_openwhisk
-from faastlane.deploy.errors import DeployError
+from faastlane.deploy.errors import TooLarge
+from faastlane.deploy.vendoring import requirement_files, vendor
+from faastlane.inspect.errors import InspectionFailed
 from integration.examples import EXAMPLES
 from integration.local_aws import (
     LocalAws,
@@ -95,3 +95,26 @@ def test_example_runs_as_a_lambda_function(app: str, aws: LocalAws, runtime_api:
     assert outcome.kind == "response", (tmp_path / "runtime.log").read_text()
     assert outcome.body == _read(app, "expected.json")
     AFTER_RUN[app](aws, outcome.body)
+
+
+def _tree_size(folder: str) -> int:
+    return sum(path.stat().st_size for path in Path(folder).rglob("*") if path.is_file())
+
+
+def test_ml_predict_does_not_fit_either_platforms_zip_deployment(tmp_path: Path):
+    """numpy + Pillow + scikit-learn (with scipy) are too big for a zip on either platform,
+    so ml-predict has no zip deployment to run; this pins the measured reason (see
+    examples/ml-predict/README.md), and fails once the packaging changes it."""
+    app = str(EXAMPLES / "ml-predict")
+    with pytest.raises(TooLarge, match=r"is 6\d\.\d\d MB, over OpenWhisk's limit for an "
+                                       r"action's code of 48 MB"):
+        package_openwhisk(app, str(tmp_path / "ml-predict.zip"))
+    # Lambda's python3.13: the vendored packages alone exceed 250 MB unzipped, which no
+    # upload route (S3 included) lifts; only a container image would hold them.
+    vendored = vendor(requirement_files(app), "3.13")
+    assert vendored is not None
+    assert _tree_size(vendored) > 250 * 1024 * 1024
+    # Before any size check, the binary inspector refuses the cp313 numpy wheel's
+    # OpenBLAS: an unaligned XRSTOR (the cp311 wheel's has none).
+    with pytest.raises(InspectionFailed, match=r"numpy\.libs/libscipy_openblas.*xrstor"):
+        package_lambda(app, str(tmp_path / "lambda"))
