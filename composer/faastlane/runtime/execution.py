@@ -24,6 +24,7 @@ from .errors import TIMEOUT, StatesError
 from .forking import Outcome, run_forked
 from .functions import EXIT_ERROR, FunctionRegistry, LoadedFunction
 from .jsonvalue import detach
+from .workers import POOL, WorkerTimeout
 from .lambda_context import ACCOUNT, REGION
 from .model import PROCESS, THREAD
 from .remote import THREADS, Spiller
@@ -169,25 +170,18 @@ class Execution:
 
     def _call_on_thread(self, state_name: str, loaded: LoadedFunction, event: Any,
                         limit: float | None, timeout_seconds: float | None) -> Any:
-        box: dict[str, Any] = {}
+        def body() -> tuple[Any, StatesError | None]:
+            return _timed_invoke(state_name, loaded, event, timeout_seconds, THREAD)
 
-        def body() -> None:
-            box["result"], box["error"] = _timed_invoke(state_name, loaded, event,
-                                                        timeout_seconds, THREAD)
-
-        # A daemon thread: a function that overruns its TimeoutSeconds cannot be stopped
-        # from outside, so it is abandoned (its result discarded) rather than awaited.
-        worker = threading.Thread(target=body, name=f"faastlane:{loaded.spec.name}",
-                                  daemon=True)
-        worker.start()
-        worker.join(limit)
-        if worker.is_alive():
+        try:
+            result, error = POOL.run(loaded.spec.name, body, limit)
+        except WorkerTimeout:
             self.check_deadline()
             raise StatesError(TIMEOUT, f"Task '{state_name}' timed out after "
-                                       f"{timeout_seconds:g} seconds")
-        if box["error"] is not None:
-            raise box["error"]
-        return box["result"]
+                                       f"{timeout_seconds:g} seconds") from None
+        if error is not None:
+            raise error
+        return result
 
     def _call_in_process(self, state_name: str, loaded: LoadedFunction, event: Any,
                          limit: float | None, timeout_seconds: float | None) -> Any:
