@@ -219,6 +219,9 @@ def _environment(env: Any) -> dict[str, str]:
 class _Handler(BaseHTTPRequestHandler):
     server: "ActionServer"
     protocol_version = "HTTP/1.1"  # keep-alive, as the invoker's HTTP client expects
+    # Headers and body go out in separate writes: with Nagle's algorithm on, the body
+    # waits for the client's delayed ACK (~40 ms per activation on a kept-alive socket).
+    disable_nagle_algorithm = True
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         length = int(self.headers.get("Content-Length") or 0)
