@@ -45,7 +45,10 @@ def profile(max_processes: int | None = None, target_seconds: float = 0.1) -> di
         "scaling": {"loops": measured.loops,
                     "seconds": {str(k): round(v, 6) for k, v in measured.seconds.items()},
                     "throughput": {str(k): round(v, 3) for k, v in throughput.items()}},
-        "vcpus": scaling.knee(throughput),
+        # Noise on a busy host can make one more process look useful; the declared limits
+        # (affinity, CFS quota) cap what the measurement may claim.
+        "measured_knee": scaling.knee(throughput),
+        "vcpus": min(scaling.knee(throughput), limits["available"]),
         "effective_cpus": round(max(throughput.values()), 2),
     }
 

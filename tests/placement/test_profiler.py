@@ -129,6 +129,7 @@ def test_profile_of_a_container_limited_to_one_cpu(tmp_path: Path, runtime_image
     assert profile["cpus"]["cgroup_quota"] == 1.0
     assert profile["cpus"]["available"] == 1
     assert profile["vcpus"] == 1  # two processes share one CPU's time
+    assert 1 <= profile["measured_knee"] <= len(profile["scaling"]["seconds"])
     assert profile["host"]["python"].startswith("3.13")  # the cpython-mpk runtime
     assert profile["mpk"]["interpreter"] != "missing"
 
