@@ -9,6 +9,7 @@
 #include "Python.h"
 
 #include "faastlane_mpk.h"
+#include "mpk_heap.h"
 
 #include <errno.h>
 
@@ -98,12 +99,15 @@ raise_status(_PyMPK_Status status, const char *action, DomainObject *self)
 static PyObject *
 Domain_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {NULL};
+    static char *kwlist[] = {"private_heap", NULL};
     DomainObject *self;
     _PyMPK_Handle handle;
     _PyMPK_Status status;
+    int private_heap = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, ":Domain", kwlist)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$p:Domain", kwlist,
+                                     &private_heap))
+    {
         return NULL;
     }
     self = (DomainObject *)type->tp_alloc(type, 0);
@@ -116,6 +120,16 @@ Domain_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (status != _PyMPK_OK) {
         Py_DECREF(self);
         return raise_status(status, "create a domain", NULL);
+    }
+    if (private_heap) {
+        const char *why = NULL;
+        if (_PyMPK_HeapEnable(handle, &why) != 0) {
+            (void)_PyMPK_Destroy(handle);
+            Py_DECREF(self);
+            PyErr_Format(DomainError, "cannot give the domain a private "
+                         "heap: %s", why);
+            return NULL;
+        }
     }
     self->handle = handle;
     self->alive = 1;
@@ -163,8 +177,11 @@ Domain_exit(DomainObject *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+/* METH_FASTCALL: an argument tuple would be allocated inside the domain's
+ * private heap and released by this thread after the exit gate. */
 static PyObject *
-Domain_context_exit(DomainObject *self, PyObject *args)
+Domain_context_exit(DomainObject *self, PyObject *const *args,
+                    Py_ssize_t nargs)
 {
     /* __exit__(exc_type, exc, tb): leave the domain, never swallow. */
     if (Domain_exit(self, NULL) == NULL) {
@@ -320,6 +337,29 @@ Domain_get_exits(DomainObject *self, void *Py_UNUSED(closure))
                                        ? info.exits : 0);
 }
 
+static PyObject *
+Domain_heap_stats(DomainObject *self, PyObject *Py_UNUSED(ignored))
+{
+    _PyMPK_HeapStats st;
+    if (!self->alive || _PyMPK_HeapGetStats(self->handle.slot, &st) != 0) {
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("{sn sn sn sn sn sn}",
+                         "arenas", (Py_ssize_t)st.arenas,
+                         "arenas_free", (Py_ssize_t)st.arenas_free,
+                         "large_blocks", (Py_ssize_t)st.large_blocks,
+                         "large_bytes", (Py_ssize_t)st.large_bytes,
+                         "huge_extents_free", (Py_ssize_t)st.huge_extents_free,
+                         "huge_extents_lost", (Py_ssize_t)st.huge_extents_lost);
+}
+
+static PyObject *
+Domain_get_private_heap(DomainObject *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->alive
+                           && _PyMPK_HeapEnabled(self->handle.slot));
+}
+
 static PyMethodDef Domain_methods[] = {
     {"enter", (PyCFunction)Domain_enter, METH_NOARGS,
      "enter()\n--\n\nEntry gate: from now on this thread reaches shared "
@@ -337,12 +377,18 @@ static PyMethodDef Domain_methods[] = {
      "the domain's slot (bump allocation, released by destroy())."},
     {"__enter__", (PyCFunction)Domain_enter, METH_NOARGS,
      "Enter the domain for the body of a with statement."},
-    {"__exit__", (PyCFunction)Domain_context_exit, METH_VARARGS,
+    {"heap_stats", (PyCFunction)Domain_heap_stats, METH_NOARGS,
+     "heap_stats()\n--\n\nCounters of the domain's private heap (arenas, "
+     "large blocks, free extents),\nor None when it has none."},
+    {"__exit__", (PyCFunction)(void (*)(void))Domain_context_exit,
+     METH_FASTCALL,
      "Exit the domain at the end of a with statement."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef Domain_getset[] = {
+    {"private_heap", (getter)Domain_get_private_heap, NULL,
+     "True when Python allocations inside the domain go to its slot", NULL},
     {"slot", (getter)Domain_get_slot, NULL,
      "index of the address slot (stable for the domain's life)", NULL},
     {"alive", (getter)Domain_get_alive, NULL,
@@ -369,9 +415,11 @@ static PyGetSetDef Domain_getset[] = {
 };
 
 PyDoc_STRVAR(Domain_doc,
-"Domain()\n--\n\n"
+"Domain(*, private_heap=False)\n--\n\n"
 "A protection domain: a protection key and a slot of address space tagged\n"
 "with it.  Creating one may raise DomainLimitError (15 live at most).\n"
+"With private_heap=True every Python allocation of a thread inside the\n"
+"domain lands in its slot (PRIVATE_HEAPS.md).\n"
 "Use enter()/exit() (or `with domain:`) around code that may touch its\n"
 "memory, destroy() when done.");
 

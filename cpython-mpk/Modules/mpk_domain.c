@@ -15,6 +15,7 @@
 #endif
 
 #include "faastlane_mpk.h"
+#include "mpk_heap.h"
 #include "mpk_sys.h"
 
 #include <errno.h>
@@ -482,6 +483,9 @@ _PyMPK_Destroy(_PyMPK_Handle h)
                  &s->word, &w, word_pack(h.generation, STATE_DYING, 0),
                  memory_order_acq_rel, memory_order_acquire));
 
+    /* The heap's bookkeeping lies outside the slot; its memory inside goes
+     * with the scrub. */
+    _PyMPK_HeapForget(h.slot);
     status = scrub_and_release(s, _PyMPK_SlotBase(h.slot));
     retired_enters += atomic_load_explicit(&s->enters, memory_order_relaxed);
     retired_exits += atomic_load_explicit(&s->exits, memory_order_relaxed);
@@ -547,6 +551,9 @@ _PyMPK_Enter(_PyMPK_Handle h)
     if (keys_enabled) {
         _PyMPK_GateWrite(&tls_pkru);
     }
+    /* From here on the thread's allocations go to the domain's private
+     * heap, if it has one (mpk_heap.c). */
+    _PyMPK_HeapAttach(h);
     atomic_fetch_add_explicit(&s->enters, 1, memory_order_relaxed);
     return _PyMPK_OK;
 }
@@ -562,6 +569,7 @@ _PyMPK_Exit(_PyMPK_Handle h)
         return refuse(_PyMPK_ERR_NOT_ENTERED);
     }
     s = &slots[h.slot];
+    _PyMPK_HeapDetach();
     tls_pkru = _PyMPK_PKRU_SHARED;
     atomic_signal_fence(memory_order_seq_cst);
     if (keys_enabled) {

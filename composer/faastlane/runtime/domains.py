@@ -137,16 +137,20 @@ class ProtectionDomain:
     :class:`IsolationUnavailableError` on an interpreter without ``_faastlane``.  Without
     hardware keys (``status().implementation == "no-keys"``) the bookkeeping runs
     but nothing is enforced.
+
+    With ``private_heap=True`` every Python allocation of a thread inside the domain
+    lands in its slot (cpython-mpk/PRIVATE_HEAPS.md).  Then no object made inside may
+    reach a thread outside after the exit gate: results must be copied out.
     """
 
     _registry: dict[int, ProtectionDomain] = {}
     _registry_lock = threading.Lock()
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, private_heap: bool = False) -> None:
         if _native is None:
             raise IsolationUnavailableError(_MISSING_REASON)
         self.name = name
-        self._domain = _native.Domain()
+        self._domain = _native.Domain(private_heap=True) if private_heap else _native.Domain()
         with self._registry_lock:
             self._registry[id(self._domain)] = self
 
@@ -161,6 +165,16 @@ class ProtectionDomain:
         """Index of the domain's address slot."""
         slot: int = self._domain.slot
         return slot
+
+    @property
+    def private_heap(self) -> bool:
+        """True when Python allocations inside the domain go to its slot."""
+        return bool(getattr(self._domain, "private_heap", False))
+
+    def heap_stats(self) -> dict[str, int] | None:
+        """Counters of the private heap (arenas, large blocks, free extents), or None."""
+        stats: dict[str, int] | None = self._domain.heap_stats()
+        return stats
 
     @property
     def alive(self) -> bool:

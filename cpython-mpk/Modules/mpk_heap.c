@@ -1,0 +1,580 @@
+/* mpk_heap.c -- private heaps: Python allocation inside a domain's slot.
+ *
+ * A thread inside a domain that has a private heap allocates there: obmalloc
+ * takes its arenas and its blocks larger than 512 bytes from the domain's
+ * slot, GC-tracked objects join the heap's own generations, and the
+ * heap's own freelists recycle only its objects.  The hooks live in CPython
+ * (the patch series, see
+ * Include/internal/pycore_mpk_heap.h); this file implements them.
+ *
+ * The heap's bookkeeping (obmalloc state, GC generation heads, freelist
+ * heads, free tables) is shared memory: the destroying thread, which holds no key, must release
+ * it.  Everything a Python object is made of lies in the slot.
+ *
+ * Threading: obmalloc and the GC run with the GIL held, and a heap is only
+ * used by threads inside its domain, so the heap needs no lock of its own;
+ * slot memory comes from _PyMPK_Alloc, which takes the table lock.
+ *
+ * Built as an ordinary extension (tests/mpk/build_extension.py, against a
+ * stock CPython without the hooks) the same entry points exist and refuse.
+ */
+#ifdef Py_BUILD_CORE_BUILTIN
+#  include "Python.h"             // first: it sets the feature macros
+#endif
+#include "mpk_heap.h"
+
+#include <stddef.h>
+
+#ifdef Py_BUILD_CORE_BUILTIN
+
+#include "pycore_freelist.h"      // struct _Py_object_freelists
+#include "pycore_gc.h"            // _PyGC_InitState()
+#include "pycore_interp.h"        // PyInterpreterState.gc
+#include "pycore_mpk_heap.h"
+#include "pycore_obmalloc.h"      // struct _obmalloc_state, ARENA_SIZE
+#include "pycore_obmalloc_init.h" // _obmalloc_pools_INIT
+
+#include <string.h>
+#include <sys/mman.h>
+
+/* Blocks above obmalloc's SMALL_REQUEST_THRESHOLD and up to LARGE_MAX bytes
+ * (header included) come from size classes, four per power of two; larger
+ * ones are page extents of their own. */
+#define HEADER 16
+#define CLASS_MIN_SHIFT 9
+#define LARGE_MAX ((size_t)256 << 10)
+#define NCLASSES (((18 - CLASS_MIN_SHIFT) * 4))
+#define CHUNK ((size_t)1 << 20)
+#define PAGE ((size_t)4096)
+#define EXTENT_ROUND _PyMPK_COMMIT_STEP
+#define MAX_FREE_EXTENTS 1024
+/* Freed extents stay dirty (the next allocation of the same function reuses
+ * them without page faults) up to this many bytes; past it they are zeroed
+ * and their memory returned at once.  The whole slot is zeroed when the
+ * domain is destroyed. */
+#define MAX_DIRTY ((size_t)64 << 20)
+#define MAX_ARENAS (_PyMPK_SLOT_SIZE / ARENA_SIZE)
+
+#define MAGIC_CLASS ((size_t)0xFA57C1A5u << 8)
+#define MAGIC_HUGE ((size_t)0xFA57E47Eu << 8)
+
+typedef struct {
+    uintptr_t addr;
+    size_t size;
+    int zeroed;                 /* its pages read as zeros */
+} extent_t;
+
+struct _PyMPK_Heap {
+    /* First: obmalloc's get_state() hands the heap out as its state. */
+    struct _obmalloc_state om;
+    struct _gc_runtime_state gc;
+    _PyMPK_Handle handle;
+    /* Large blocks: free list heads per class (links inside the blocks). */
+    void *class_free[NCLASSES];
+    uintptr_t chunk_next;
+    uintptr_t chunk_end;
+    /* Free page extents, sorted by address, adjacent ones merged. */
+    size_t nextents;
+    size_t dirty_bytes;         /* free extent bytes not zeroed */
+    extent_t extents[MAX_FREE_EXTENTS];
+    /* Freelists of this heap's objects only (see _PyMPK_MayRecycle). */
+    struct _Py_object_freelists freelists;
+    /* Arenas obmalloc gave back, zeroed, for reuse. */
+    size_t narenas_free;
+    uintptr_t arenas_free[MAX_ARENAS];
+    _PyMPK_HeapStats stats;
+};
+
+_Static_assert(offsetof(struct _PyMPK_Heap, om) == 0,
+               "obmalloc casts a heap to its state");
+_Static_assert(_PyMPK_HEAPS_SPAN
+               == ((uintptr_t)_PyMPK_SLOT_COUNT << _PyMPK_SLOT_SHIFT),
+               "pycore_mpk_heap.h disagrees with faastlane_mpk.h");
+_Static_assert(LARGE_MAX == ((size_t)1 << 18), "NCLASSES ends at LARGE_MAX");
+
+_Py_thread_local struct _PyMPK_Heap *_PyMPK_ThreadHeap = NULL;
+uintptr_t _PyMPK_HeapsBase = 0;
+
+/* The heap of each slot; written with the GIL held. */
+static struct _PyMPK_Heap *heaps[_PyMPK_SLOT_COUNT];
+
+struct _Py_object_freelists *
+_PyMPK_HeapFreelists(struct _PyMPK_Heap *heap)
+{
+    return &heap->freelists;
+}
+
+struct _PyMPK_Heap *
+_PyMPK_HeapOf(const void *p)
+{
+    assert(_PyMPK_InHeaps(p));
+    return heaps[((uintptr_t)p - _PyMPK_HeapsBase) >> _PyMPK_SLOT_SHIFT];
+}
+
+struct _PyMPK_Heap *
+_PyMPK_HeapOfState(const struct _obmalloc_state *state)
+{
+    for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
+        if (heaps[i] != NULL && &heaps[i]->om == state) {
+            return heaps[i];
+        }
+    }
+    return NULL;
+}
+
+struct _gc_runtime_state *
+_PyMPK_HeapGCState(struct _PyMPK_Heap *heap)
+{
+    assert(heap != NULL);
+    return &heap->gc;
+}
+
+/* ====================================================================== */
+/* Lifetime                                                               */
+
+int
+_PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
+{
+    _PyMPK_DomainInfo info;
+    PyInterpreterState *interp = PyInterpreterState_Main();
+    struct _PyMPK_Heap *heap;
+
+    if (_PyMPK_Info(h, &info) != _PyMPK_OK) {
+        *why = "the domain was destroyed";
+        return -1;
+    }
+    if (heaps[h.slot] != NULL) {
+        return 0;
+    }
+    if (info.entered != 0) {
+        *why = "threads are inside the domain: enable its heap first";
+        return -1;
+    }
+    heap = PyMem_RawCalloc(1, sizeof(*heap));
+    if (heap == NULL) {
+        *why = "out of memory for the heap's bookkeeping";
+        return -1;
+    }
+    {
+        poolp temp[OBMALLOC_USED_POOLS_SIZE] = _obmalloc_pools_INIT(heap->om.pools);
+        memcpy(&heap->om.pools.used, temp, sizeof(temp));
+    }
+    _PyGC_InitState(&heap->gc);
+    /* The heap's generations follow the interpreter's settings; the
+     * garbage and callbacks lists are the interpreter's (shared). */
+    heap->gc.enabled = interp->gc.enabled;
+    heap->gc.debug = interp->gc.debug;
+    for (int i = 0; i < NUM_GENERATIONS; i++) {
+        heap->gc.generations[i].threshold = interp->gc.generations[i].threshold;
+    }
+    heap->gc.garbage = interp->gc.garbage;
+    heap->gc.callbacks = interp->gc.callbacks;
+    heap->handle = h;
+    _PyMPK_HeapsBase = _PyMPK_SlotBase(0);
+    heaps[h.slot] = heap;
+    return 0;
+}
+
+int
+_PyMPK_HeapEnabled(int slot)
+{
+    return slot >= 0 && slot < _PyMPK_SLOT_COUNT && heaps[slot] != NULL;
+}
+
+void
+_PyMPK_HeapAttach(_PyMPK_Handle h)
+{
+    struct _PyMPK_Heap *heap = heaps[h.slot];
+    assert(heap == NULL || heap->handle.generation == h.generation);
+    _PyMPK_ThreadHeap = heap;
+}
+
+void
+_PyMPK_HeapDetach(void)
+{
+    _PyMPK_ThreadHeap = NULL;
+}
+
+void
+_PyMPK_HeapForget(int slot)
+{
+    struct _PyMPK_Heap *heap = heaps[slot];
+    if (heap == NULL) {
+        return;
+    }
+    heaps[slot] = NULL;
+    _PyObject_FiniHeapState(&heap->om);
+    PyMem_RawFree(heap);
+}
+
+int
+_PyMPK_HeapGetStats(int slot, _PyMPK_HeapStats *out)
+{
+    if (!_PyMPK_HeapEnabled(slot)) {
+        return -1;
+    }
+    *out = heaps[slot]->stats;
+    out->arenas_free = heaps[slot]->narenas_free;
+    out->huge_extents_free = heaps[slot]->nextents;
+    return 0;
+}
+
+/* ====================================================================== */
+/* Slot memory                                                            */
+
+/* Fresh, zeroed, tagged memory from the domain's slot. */
+static void *
+slot_alloc(struct _PyMPK_Heap *heap, size_t size, size_t align)
+{
+    void *p;
+    if (_PyMPK_Alloc(heap->handle, size, align, &p) != _PyMPK_OK) {
+        return NULL;
+    }
+    return p;
+}
+
+/* Drop the pages' contents (they read back as zeros) and their memory;
+ * the range keeps its protection and key. */
+static void
+zero_pages(uintptr_t addr, size_t size)
+{
+    int rc = madvise((void *)addr, size, MADV_DONTNEED);
+    assert(rc == 0);
+    (void)rc;
+}
+
+void *
+_PyMPK_HeapArenaAlloc(struct _PyMPK_Heap *heap, size_t size)
+{
+    void *arena;
+    assert(size == ARENA_SIZE);
+    if (heap->narenas_free > 0) {
+        arena = (void *)heap->arenas_free[--heap->narenas_free];
+    }
+    else {
+        arena = slot_alloc(heap, size, POOL_SIZE);
+    }
+    if (arena != NULL) {
+        heap->stats.arenas++;
+    }
+    return arena;
+}
+
+void
+_PyMPK_HeapArenaFree(struct _PyMPK_Heap *heap, void *arena, size_t size)
+{
+    assert(size == ARENA_SIZE);
+    /* Every arena is distinct and inside the slot: the table cannot
+     * overflow. */
+    assert(heap->narenas_free < MAX_ARENAS);
+    zero_pages((uintptr_t)arena, size);
+    heap->arenas_free[heap->narenas_free++] = (uintptr_t)arena;
+    heap->stats.arenas--;
+}
+
+/* ====================================================================== */
+/* Large blocks: a 16-byte header {capacity, magic} before the payload    */
+
+static int
+class_of(size_t need)
+{
+    size_t n = need - 1;
+    int k = 63 - __builtin_clzll((unsigned long long)n);
+    size_t step = (size_t)1 << (k - 2);
+    assert(need > ((size_t)1 << CLASS_MIN_SHIFT) && need <= LARGE_MAX);
+    return (k - CLASS_MIN_SHIFT) * 4 + (int)((n - ((size_t)1 << k)) / step);
+}
+
+static size_t
+class_size(int c)
+{
+    int k = c / 4 + CLASS_MIN_SHIFT;
+    return ((size_t)1 << k) + (size_t)(c % 4 + 1) * ((size_t)1 << (k - 2));
+}
+
+static void *
+finish_block(uintptr_t block, size_t capacity, size_t magic)
+{
+    ((size_t *)block)[0] = capacity;
+    ((size_t *)block)[1] = magic;
+    return (void *)(block + HEADER);
+}
+
+/* Carve what is left of the current chunk into free blocks of the largest
+ * classes that fit, so no chunk tail is wasted. */
+static void
+retire_chunk(struct _PyMPK_Heap *heap)
+{
+    while (heap->chunk_end - heap->chunk_next > ((size_t)1 << CLASS_MIN_SHIFT)) {
+        size_t left = heap->chunk_end - heap->chunk_next;
+        int c = class_of(left < LARGE_MAX ? left : LARGE_MAX);
+        if (class_size(c) > left) {
+            c--;
+        }
+        if (c < 0) {
+            break;
+        }
+        void **block = (void **)(heap->chunk_next + HEADER);
+        ((size_t *)heap->chunk_next)[0] = class_size(c);
+        ((size_t *)heap->chunk_next)[1] = MAGIC_CLASS;
+        *block = heap->class_free[c];
+        heap->class_free[c] = block;
+        heap->chunk_next += class_size(c);
+    }
+    heap->chunk_next = heap->chunk_end = 0;
+}
+
+static void *
+class_alloc(struct _PyMPK_Heap *heap, size_t need)
+{
+    int c = class_of(need);
+    size_t size = class_size(c);
+    void **free_block = heap->class_free[c];
+
+    if (free_block != NULL) {
+        heap->class_free[c] = *free_block;
+        *free_block = NULL;
+        return free_block;
+    }
+    if (heap->chunk_end - heap->chunk_next < size) {
+        retire_chunk(heap);
+        void *chunk = slot_alloc(heap, CHUNK, PAGE);
+        if (chunk == NULL) {
+            return NULL;
+        }
+        heap->chunk_next = (uintptr_t)chunk;
+        heap->chunk_end = (uintptr_t)chunk + CHUNK;
+    }
+    uintptr_t block = heap->chunk_next;
+    heap->chunk_next += size;
+    return finish_block(block, size, MAGIC_CLASS);
+}
+
+/* First fit among the free extents, else fresh slot memory (zeroed). */
+static void *
+huge_alloc(struct _PyMPK_Heap *heap, size_t need, int *zeroed)
+{
+    size_t size = (need + EXTENT_ROUND - 1) & ~(EXTENT_ROUND - 1);
+    uintptr_t addr = 0;
+
+    if (size < need) {
+        return NULL;
+    }
+    *zeroed = 1;
+    for (size_t i = 0; i < heap->nextents; i++) {
+        extent_t *e = &heap->extents[i];
+        if (e->size >= size) {
+            addr = e->addr;
+            *zeroed = e->zeroed;
+            if (!e->zeroed) {
+                heap->dirty_bytes -= size;
+            }
+            e->addr += size;
+            e->size -= size;
+            if (e->size == 0) {
+                memmove(e, e + 1, (heap->nextents - i - 1) * sizeof(*e));
+                heap->nextents--;
+            }
+            break;
+        }
+    }
+    if (addr == 0) {
+        void *p = slot_alloc(heap, size, PAGE);
+        if (p == NULL) {
+            return NULL;
+        }
+        addr = (uintptr_t)p;
+    }
+    return finish_block(addr, size, MAGIC_HUGE);
+}
+
+/* Give an extent back, merged with free neighbours; it stays dirty for
+ * reuse while the heap holds less than MAX_DIRTY such bytes. */
+static void
+huge_free(struct _PyMPK_Heap *heap, uintptr_t addr, size_t size)
+{
+    size_t i = 0;
+    int zeroed = 0;
+    if (heap->dirty_bytes + size > MAX_DIRTY) {
+        zero_pages(addr, size);
+        zeroed = 1;
+    }
+    else {
+        heap->dirty_bytes += size;
+    }
+    while (i < heap->nextents && heap->extents[i].addr < addr) {
+        i++;
+    }
+    if (i > 0 && heap->extents[i - 1].addr + heap->extents[i - 1].size == addr) {
+        heap->extents[i - 1].size += size;
+        heap->extents[i - 1].zeroed &= zeroed;
+        if (i < heap->nextents && addr + size == heap->extents[i].addr) {
+            heap->extents[i - 1].zeroed &= heap->extents[i].zeroed;
+            heap->extents[i - 1].size += heap->extents[i].size;
+            memmove(&heap->extents[i], &heap->extents[i + 1],
+                    (heap->nextents - i - 1) * sizeof(extent_t));
+            heap->nextents--;
+        }
+        return;
+    }
+    if (i < heap->nextents && addr + size == heap->extents[i].addr) {
+        heap->extents[i].addr = addr;
+        heap->extents[i].size += size;
+        heap->extents[i].zeroed &= zeroed;
+        return;
+    }
+    if (heap->nextents == MAX_FREE_EXTENTS) {
+        /* Zeroed, they hold no memory; only their addresses are lost to
+         * this heap. */
+        if (!zeroed) {
+            zero_pages(addr, size);
+            heap->dirty_bytes -= size;
+        }
+        heap->stats.huge_extents_lost++;
+        return;
+    }
+    memmove(&heap->extents[i + 1], &heap->extents[i],
+            (heap->nextents - i) * sizeof(extent_t));
+    heap->extents[i].addr = addr;
+    heap->extents[i].size = size;
+    heap->extents[i].zeroed = zeroed;
+    heap->nextents++;
+}
+
+static void *
+large_alloc(struct _PyMPK_Heap *heap, size_t size, int zero)
+{
+    size_t need = (size == 0 ? 1 : size) + HEADER;
+    int zeroed = 0;
+    void *p;
+
+    if (need < size) {
+        return NULL;
+    }
+    need = (need + 15) & ~(size_t)15;
+    if (need <= ((size_t)1 << CLASS_MIN_SHIFT)) {
+        need = ((size_t)1 << CLASS_MIN_SHIFT) + 16;
+    }
+    p = need <= LARGE_MAX ? class_alloc(heap, need)
+                          : huge_alloc(heap, need, &zeroed);
+    if (p == NULL) {
+        return NULL;
+    }
+    heap->stats.large_blocks++;
+    heap->stats.large_bytes += ((size_t *)p)[-2];
+    if (zero && !zeroed) {
+        memset(p, 0, size);
+    }
+    return p;
+}
+
+void *
+_PyMPK_HeapLargeAlloc(struct _PyMPK_Heap *heap, size_t size)
+{
+    return large_alloc(heap, size, 0);
+}
+
+void *
+_PyMPK_HeapLargeCalloc(struct _PyMPK_Heap *heap, size_t size)
+{
+    return large_alloc(heap, size, 1);
+}
+
+static size_t
+block_capacity(void *p, size_t *magic)
+{
+    size_t *header = (size_t *)((uintptr_t)p - HEADER);
+    *magic = header[1];
+    if (*magic != MAGIC_CLASS && *magic != MAGIC_HUGE) {
+        Py_FatalError("private heap: free or realloc of a pointer that no "
+                      "allocator of this domain handed out");
+    }
+    return header[0];
+}
+
+void
+_PyMPK_HeapLargeFree(struct _PyMPK_Heap *heap, void *p)
+{
+    size_t magic;
+    size_t capacity = block_capacity(p, &magic);
+    uintptr_t block = (uintptr_t)p - HEADER;
+
+    heap->stats.large_blocks--;
+    heap->stats.large_bytes -= capacity;
+    if (magic == MAGIC_HUGE) {
+        huge_free(heap, block, capacity);
+        return;
+    }
+    int c = class_of(capacity);
+    assert(class_size(c) == capacity);
+    ((size_t *)block)[1] = MAGIC_CLASS;
+    *(void **)p = heap->class_free[c];
+    heap->class_free[c] = p;
+}
+
+void *
+_PyMPK_HeapLargeRealloc(struct _PyMPK_Heap *heap, void *p, size_t size)
+{
+    size_t magic;
+    size_t capacity = block_capacity(p, &magic);
+    size_t usable = capacity - HEADER;
+    void *q;
+
+    /* Grow in place when it fits; shrink in place unless more than half
+     * would be wasted. */
+    if (size <= usable && (size >= usable / 2 || usable <= 1024)) {
+        return p;
+    }
+    q = _PyMPK_HeapLargeAlloc(heap, size);
+    if (q == NULL) {
+        return NULL;
+    }
+    memcpy(q, p, size < usable ? size : usable);
+    _PyMPK_HeapLargeFree(heap, p);
+    return q;
+}
+
+#else /* !Py_BUILD_CORE_BUILTIN: an ordinary extension for tests */
+
+int
+_PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
+{
+    (void)h;
+    *why = "this _faastlane was built as an extension module: only the "
+           "cpython-mpk runtime has the allocator hooks for private heaps";
+    return -1;
+}
+
+int
+_PyMPK_HeapEnabled(int slot)
+{
+    (void)slot;
+    return 0;
+}
+
+void
+_PyMPK_HeapAttach(_PyMPK_Handle h)
+{
+    (void)h;
+}
+
+void
+_PyMPK_HeapDetach(void)
+{
+}
+
+void
+_PyMPK_HeapForget(int slot)
+{
+    (void)slot;
+}
+
+int
+_PyMPK_HeapGetStats(int slot, _PyMPK_HeapStats *out)
+{
+    (void)slot;
+    (void)out;
+    return -1;
+}
+
+#endif /* Py_BUILD_CORE_BUILTIN */

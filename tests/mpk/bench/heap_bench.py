@@ -1,0 +1,113 @@
+"""Allocation-heavy micro-benchmarks for private heaps, natively (no keys: everything
+but the WRPKRU instruction is measured).
+
+    python heap_bench.py [--inside] [--rounds N]
+
+prints one JSON line {benchmark: best ns per iteration}.  ``--inside`` runs every
+benchmark on a thread inside a ``_faastlane.Domain(private_heap=True)``; without it
+the same thread runs outside domains (isolation off).  Run it with a stock 3.13 and
+with the cpython-mpk runtime to compare the three configurations; the best of N rounds
+is kept because the development machines are shared and loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+N = 20_000
+
+
+def small_dicts() -> None:
+    for i in range(N):
+        {"a": i, "b": str(i)}
+
+
+def small_lists() -> None:
+    for i in range(N):
+        [i, i, i, str(i)]
+
+
+def str_concat() -> None:
+    s = "x"
+    for i in range(N):
+        s = "prefix-" + str(i) + s[:20]
+
+
+def list_append() -> None:
+    out: list[int] = []
+    for i in range(N):
+        out.append(i)
+
+
+def tuples_and_floats() -> None:
+    for i in range(N):
+        (i * 1.5, i + 0.5, (i, i))
+
+
+def mid_bytes() -> None:
+    for _ in range(N // 10):
+        b"m" * 3000 + b"x"
+
+
+def large_bytes() -> None:
+    for _ in range(N // 200):
+        bytes(300_000)
+
+
+def cycles() -> None:
+    for _ in range(N // 10):
+        a: list[object] = []
+        a.append(a)
+
+
+BENCHMARKS: list[Callable[[], None]] = [
+    small_dicts, small_lists, str_concat, list_append, tuples_and_floats,
+    mid_bytes, large_bytes, cycles,
+]
+
+
+def measure(rounds: int) -> dict[str, float]:
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for bench in BENCHMARKS:
+            start = time.perf_counter_ns()
+            bench()
+            elapsed = (time.perf_counter_ns() - start) / N
+            best[bench.__name__] = min(best.get(bench.__name__, elapsed), elapsed)
+    return best
+
+
+def main(argv: list[str]) -> int:
+    rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 15
+    result: dict[str, float] = {}
+    if "--inside" in argv:
+        import _faastlane
+
+        domain = _faastlane.Domain(private_heap=True)
+        box: list[str] = [""]
+
+        def run() -> None:
+            with domain:
+                # Without keys nothing faults: this private string is read below.
+                box[0] = json.dumps(measure(rounds))
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+        result = json.loads(box[0])
+    else:
+        holder: list[dict[str, float]] = []
+        thread = threading.Thread(target=lambda: holder.append(measure(rounds)))
+        thread.start()
+        thread.join()
+        result = holder[0]
+    print(json.dumps({k: round(v, 1) for k, v in result.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,135 @@
+"""Private heaps under real protection-key semantics: the heap probe table in ONE QEMU
+boot.  Objects of every size a function thread allocates inside its domain are
+unreadable to any other thread: the reader dies of SIGSEGV, SEGV_PKUERR, si_pkey =
+the owner's key.  The controls show the same threads working normally.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from heap_kinds import KINDS
+from probe_protocol import SEGV_ACCERR, SEGV_PKUERR, SIGSEGV, ProbeResult, parse_results
+from probe_runs import HARNESS, HARNESS_SETUP_FAILED, HERE, QEMU_TIMEOUT_S, ProbeRun, run_probes
+
+HEAP_PROBES = HERE / "heap_probes.py"
+
+
+@pytest.fixture(scope="module")
+def qemu_heap_probes(runtime: str) -> ProbeRun:
+    """Every heap probe, keys required, run once inside QEMU's emulated PKU CPU."""
+    command = [str(HARNESS), str(HERE), runtime, str(HEAP_PROBES), "--require-keys"]
+    try:
+        env = dict(os.environ, QEMU_TIMEOUT=str(QEMU_TIMEOUT_S))
+        proc, seconds = run_probes(command, timeout=QEMU_TIMEOUT_S + 60, env=env)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"QEMU heap probe run exceeded {QEMU_TIMEOUT_S + 60} s: {exc}", pytrace=False)
+    output = proc.stdout + proc.stderr
+    if proc.returncode == HARNESS_SETUP_FAILED:
+        pytest.fail(
+            "QEMU IS UNAVAILABLE: the MPK tests cannot run without it, and that is a "
+            f"failure, not a skip.\n{proc.stderr[-4000:]}",
+            pytrace=False,
+        )
+    assert proc.returncode == 0, f"heap probes failed in QEMU (exit {proc.returncode}):\n{output[-6000:]}"
+    return ProbeRun(parse_results(proc.stdout), seconds, output)
+
+
+def assert_owner_key_fault(r: ProbeResult) -> dict[str, int]:
+    """The child died reading, of a protection-key fault on the owner's key."""
+    assert r.signal == SIGSEGV, r.describe()
+    assert r.notes.get("about_to_read") is True and "read" not in r.notes, r.describe()
+    assert r.fault is not None and r.fault["code"] == SEGV_PKUERR, r.describe()
+    assert r.fault["pkey"] == r.notes["a_key"], r.describe()
+    assert r.fault["owner_slot"] == r.notes["a_slot"], r.describe()
+    return r.fault
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_private_object_read_by_other_domain_thread_faults_with_owner_pkey(
+    qemu_heap_probes: ProbeRun, kind: str
+) -> None:
+    r = qemu_heap_probes[f"private_{kind}_read_by_other_domain_thread_faults_with_owner_pkey"]
+    fault = assert_owner_key_fault(r)
+    assert r.notes["in_a_slot"] is True, r.describe()
+    assert r.notes["a_address"] <= fault["addr"] < r.notes["a_address"] + 4096
+    assert fault["thread_slot"] == r.notes["b_slot"] and fault["thread_key"] == r.notes["b_key"]
+    assert r.notes["b_key"] != r.notes["a_key"]
+
+
+def test_private_str_read_from_outside_domains_faults_with_owner_pkey(
+    qemu_heap_probes: ProbeRun,
+) -> None:
+    r = qemu_heap_probes["private_str_read_from_outside_domains_faults_with_owner_pkey"]
+    fault = assert_owner_key_fault(r)
+    assert fault["thread_slot"] == -1
+    assert fault["addr"] == r.notes["a_address"]
+
+
+def test_private_list_item_storage_faults_with_owner_pkey(qemu_heap_probes: ProbeRun) -> None:
+    r = qemu_heap_probes["private_list_items_read_from_outside_domains_faults_with_owner_pkey"]
+    assert r.notes["items_slot_is_a"] is True, r.describe()
+    fault = assert_owner_key_fault(r)
+    assert fault["addr"] == r.notes["items_address"]
+
+
+def test_destroyed_private_heap_faults_without_key(qemu_heap_probes: ProbeRun) -> None:
+    r = qemu_heap_probes["destroyed_private_heap_address_faults_without_key"]
+    assert r.signal == SIGSEGV, r.describe()
+    assert r.fault is not None and r.fault["code"] == SEGV_ACCERR, r.describe()
+    assert r.fault["addr"] == r.notes["a_address"] and "read" not in r.notes
+
+
+def test_function_thread_reads_back_its_own_private_objects(qemu_heap_probes: ProbeRun) -> None:
+    r = qemu_heap_probes["function_thread_reads_back_its_own_private_objects"]
+    assert r.exit_code == 0 and r.error is None, r.describe()
+    assert r.notes["equal"] == {kind: 1 for kind in KINDS}
+    assert r.notes["in_slot"] == {kind: True for kind in KINDS}
+
+
+def test_controls_pass_with_keys(qemu_heap_probes: ProbeRun) -> None:
+    r = qemu_heap_probes["function_threads_read_shared_input_and_shared_objects_stay_shared"]
+    assert r.exit_code == 0 and r.notes["read"] == [1, 1], r.describe()
+    assert r.notes["shared_slot"] == [None, None]
+    r = qemu_heap_probes["shared_list_grown_inside_a_domain_keeps_its_storage_shared"]
+    assert r.exit_code == 0 and r.notes["items_slot"] is None, r.describe()
+    assert r.notes["sum"] == sum(range(1000))
+    r = qemu_heap_probes["two_domains_live_at_once_interleave_without_faults"]
+    assert r.exit_code == 0 and r.notes["ok"] == [1, 1], r.describe()
+    assert r.notes["switches"] >= 2
+
+
+def test_cycles_collected_inside_domain_without_faults(qemu_heap_probes: ProbeRun) -> None:
+    r = qemu_heap_probes["cycles_made_inside_a_domain_are_collected_inside_it"]
+    assert r.exit_code == 0 and r.error is None, r.describe()
+    assert r.notes["collected_inside"] == 998  # 500 list + 500 dict cycles; the last of each alive
+    assert r.notes["collected_outside"] == 0
+
+
+def test_fifty_sequential_private_heaps_recycle_keys(qemu_heap_probes: ProbeRun) -> None:
+    r = qemu_heap_probes["fifty_sequential_private_heaps_recycle_keys"]
+    assert r.exit_code == 0 and r.error is None, r.describe()
+    assert r.notes["ok"] == 50 and r.notes["live"] == 0
+    assert r.notes["keys"] and set(r.notes["keys"]) <= set(range(1, 16))
+
+
+def test_shared_containers_grown_inside_a_domain_stay_readable_outside(
+    qemu_heap_probes: ProbeRun,
+) -> None:
+    r = qemu_heap_probes["shared_containers_grown_inside_a_domain_stay_readable_outside"]
+    assert r.exit_code == 0 and r.error is None, r.describe()
+    lengths = sum(len(f"name{i}") for i in range(64))
+    total = sum(range(64))
+    assert (r.notes["list"], r.notes["dict"], r.notes["set"]) == (lengths, total + lengths, lengths)
+    assert (r.notes["deque"], r.notes["bytearray"], r.notes["globals"]) == (total, total, total)
+    assert r.notes["list_items_slot"] is None
+
+
+def test_names_interned_inside_a_domain_are_shared_copies(qemu_heap_probes: ProbeRun) -> None:
+    r = qemu_heap_probes["names_interned_inside_a_domain_are_shared_copies"]
+    assert r.exit_code == 0 and r.error is None, r.describe()
+    assert (r.notes["built_inside"], r.notes["interned_shared"]) == (1, 1)
+    assert (r.notes["lookup"], r.notes["attr"]) == (True, 7)
+    assert r.notes["attr_key_slot"] == [None]
