@@ -182,7 +182,7 @@ def shared_list_grown_inside_a_domain_keeps_its_storage_shared(note: Note) -> No
 
     def body() -> None:
         for i in range(1000):
-            shared.append(i)  # small ints: immortal, shared
+            shared.append(i % 256)  # small ints are immortal and shared
 
     in_thread(lambda: _inside(a, body))
     items = ctypes.c_void_p.from_address(id(shared) + 24).value or 0
@@ -324,6 +324,25 @@ def fifty_sequential_private_heaps_recycle_keys(note: Note) -> None:
     note("live", _faastlane.counters()["live"])
 
 
+def private_object_escaped_into_shared_list_faults_on_read_with_owner_pkey(note: Note) -> None:
+    """An escape: a function leaves a private object in shared state.  Until the exit
+    gate detects escapes (PRIVATE_HEAPS.md, section 5), the orchestrator touching it
+    dies of the owner's key -- it never reads the private bytes."""
+    shared: list[object] = [None]
+    a = heap_domain(note, "a")
+
+    def body() -> None:
+        shared[0] = "private-" + str(10**6)
+
+    in_thread(lambda: _inside(a, body))
+    # The item's address, read from the list's (shared) item array: even a
+    # reference count update of the private object would fault.
+    items = ctypes.c_void_p.from_address(id(shared) + 24).value or 0
+    note("a_address", ctypes.c_void_p.from_address(items).value)
+    note("about_to_read", True)
+    note("read", str(shared[0]))
+
+
 def destroyed_private_heap_address_faults_without_key(note: Note) -> None:
     a = heap_domain(note, "a")
     box = Box()
@@ -350,6 +369,7 @@ WITH_KEYS: list[Probe] = [
     *(_read_by_other_domain(kind) for kind in FACTORIES),
     private_str_read_from_outside_domains_faults_with_owner_pkey,
     private_list_items_read_from_outside_domains_faults_with_owner_pkey,
+    private_object_escaped_into_shared_list_faults_on_read_with_owner_pkey,
     destroyed_private_heap_address_faults_without_key,
 ]
 
