@@ -54,8 +54,9 @@ def choose_isolation(app: App, requested: str | None) -> tuple[str, str]:
                                    f"use one of {MPK}, {PROCESS_ISOLATION}, {NONE}")
     if mode == MPK:
         raise IsolationUnavailable(
-            f"isolation 'mpk' ({reason}) needs private heaps in the cpython-mpk runtime, "
-            "which this version of faastlane cannot use yet; run with --isolation process "
+            f"isolation 'mpk' ({reason}): the cpython-mpk runtime has private heaps, but "
+            "the Orchestrator does not yet run functions inside them (no exit gate that "
+            "promotes results; see cpython-mpk/PRIVATE_HEAPS.md); run with --isolation process "
             "(a process per function) or --isolation none")
     return mode, reason
 
