@@ -65,8 +65,9 @@ typedef struct {
 } extent_t;
 
 struct _PyMPK_Heap {
-    /* First: obmalloc's get_state() hands the heap out as its state. */
-    struct _obmalloc_state om;
+    /* First: obmalloc's state (get_state() hands the heap out as it), the
+     * freelists and the slot, read inline by the core. */
+    struct _PyMPK_HeapHead head;
     struct _gc_runtime_state gc;
     _PyMPK_Handle handle;
     /* Large blocks: free list heads per class (links inside the blocks). */
@@ -77,15 +78,13 @@ struct _PyMPK_Heap {
     size_t nextents;
     size_t dirty_bytes;         /* free extent bytes not zeroed */
     extent_t extents[MAX_FREE_EXTENTS];
-    /* Freelists of this heap's objects only (see _PyMPK_MayRecycle). */
-    struct _Py_object_freelists freelists;
     /* Arenas obmalloc gave back, zeroed, for reuse. */
     size_t narenas_free;
     uintptr_t arenas_free[MAX_ARENAS];
     _PyMPK_HeapStats stats;
 };
 
-_Static_assert(offsetof(struct _PyMPK_Heap, om) == 0,
+_Static_assert(offsetof(struct _PyMPK_Heap, head.om) == 0,
                "obmalloc casts a heap to its state");
 _Static_assert(_PyMPK_HEAPS_SPAN
                == ((uintptr_t)_PyMPK_SLOT_COUNT << _PyMPK_SLOT_SHIFT),
@@ -98,11 +97,6 @@ uintptr_t _PyMPK_HeapsBase = 0;
 /* The heap of each slot; written with the GIL held. */
 static struct _PyMPK_Heap *heaps[_PyMPK_SLOT_COUNT];
 
-struct _Py_object_freelists *
-_PyMPK_HeapFreelists(struct _PyMPK_Heap *heap)
-{
-    return &heap->freelists;
-}
 
 struct _PyMPK_Heap *
 _PyMPK_HeapOf(const void *p)
@@ -115,7 +109,7 @@ struct _PyMPK_Heap *
 _PyMPK_HeapOfState(const struct _obmalloc_state *state)
 {
     for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
-        if (heaps[i] != NULL && &heaps[i]->om == state) {
+        if (heaps[i] != NULL && &heaps[i]->head.om == state) {
             return heaps[i];
         }
     }
@@ -156,8 +150,9 @@ _PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
         return -1;
     }
     {
-        poolp temp[OBMALLOC_USED_POOLS_SIZE] = _obmalloc_pools_INIT(heap->om.pools);
-        memcpy(&heap->om.pools.used, temp, sizeof(temp));
+        poolp temp[OBMALLOC_USED_POOLS_SIZE] =
+            _obmalloc_pools_INIT(heap->head.om.pools);
+        memcpy(&heap->head.om.pools.used, temp, sizeof(temp));
     }
     _PyGC_InitState(&heap->gc);
     /* The heap's generations follow the interpreter's settings; the
@@ -170,6 +165,7 @@ _PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
     heap->gc.garbage = interp->gc.garbage;
     heap->gc.callbacks = interp->gc.callbacks;
     heap->handle = h;
+    heap->head.slot = h.slot;
     _PyMPK_HeapsBase = _PyMPK_SlotBase(0);
     heaps[h.slot] = heap;
     return 0;
@@ -203,7 +199,7 @@ _PyMPK_HeapForget(int slot)
         return;
     }
     heaps[slot] = NULL;
-    _PyObject_FiniHeapState(&heap->om);
+    _PyObject_FiniHeapState(&heap->head.om);
     PyMem_RawFree(heap);
 }
 

@@ -343,6 +343,47 @@ def private_object_escaped_into_shared_list_faults_on_read_with_owner_pkey(note:
     note("read", str(shared[0]))
 
 
+def _warm_function(a: _faastlane.Domain, box: Box) -> None:
+    """One invocation of a function with a lazily filled module-level cache: its
+    namespace (kept alive inside the domain, found through box[0]) holds a "model"
+    loaded on the first call only; box[1] counts loads, box[2] the calls served."""
+
+    def invoke() -> None:
+        if box[0] == 0:
+            namespace: dict[str, object] = {}
+            keep(namespace)
+            box[0] = id(namespace)
+        namespace = ctypes.cast(int(box[0]), ctypes.py_object).value
+        if "model" not in namespace:
+            namespace["model"] = {"weights": [float(i) / 7 for i in range(5000)]}
+            box[1] += 1
+        model = namespace["model"]
+        box[2] += 1 if len(model["weights"]) == 5000 else 0  # type: ignore[index]
+        box[3] = id(model)
+
+    in_thread(lambda: _inside(a, invoke))
+
+
+def warm_cache_is_reused_across_invocations_and_unreadable_to_others(note: Note) -> None:
+    a = heap_domain(note, "a")
+    b = heap_domain(note, "b")
+    box = Box()
+    for _ in range(3):
+        _warm_function(a, box)
+    note("loads", int(box[1]))
+    note("calls", int(box[2]))
+    note("a_address", int(box[3]))
+    note("in_a_slot", _faastlane.slot_of(int(box[3])) == a.slot)
+
+    def other_function() -> None:
+        with b:
+            note("about_to_read", True)
+            peek(int(box[3]), 16)
+            note("read", True)
+
+    in_thread(other_function)
+
+
 def destroyed_private_heap_address_faults_without_key(note: Note) -> None:
     a = heap_domain(note, "a")
     box = Box()
@@ -370,6 +411,7 @@ WITH_KEYS: list[Probe] = [
     private_str_read_from_outside_domains_faults_with_owner_pkey,
     private_list_items_read_from_outside_domains_faults_with_owner_pkey,
     private_object_escaped_into_shared_list_faults_on_read_with_owner_pkey,
+    warm_cache_is_reused_across_invocations_and_unreadable_to_others,
     destroyed_private_heap_address_faults_without_key,
 ]
 

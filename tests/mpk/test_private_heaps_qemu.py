@@ -84,6 +84,16 @@ def test_escaped_private_object_faults_on_read_with_owner_pkey(
     assert r.notes["a_address"] <= fault["addr"] < r.notes["a_address"] + 64
 
 
+def test_warm_cache_is_reused_across_invocations_and_unreadable_to_others(
+    qemu_heap_probes: ProbeRun,
+) -> None:
+    r = qemu_heap_probes["warm_cache_is_reused_across_invocations_and_unreadable_to_others"]
+    assert (r.notes["loads"], r.notes["calls"]) == (1, 3), r.describe()
+    assert r.notes["in_a_slot"] is True
+    fault = assert_owner_key_fault(r)
+    assert fault["addr"] == r.notes["a_address"] and fault["thread_key"] == r.notes["b_key"]
+
+
 def test_destroyed_private_heap_faults_without_key(qemu_heap_probes: ProbeRun) -> None:
     r = qemu_heap_probes["destroyed_private_heap_address_faults_without_key"]
     assert r.signal == SIGSEGV, r.describe()
