@@ -313,7 +313,7 @@ def fifty_sequential_private_heaps_recycle_keys(note: Note) -> None:
         make_private(d, "large_bytes", box)
         make_private(d, "dict", box)
 
-        def check() -> None:
+        def check(box: Box = box) -> None:
             box[5] = 1 if ctypes.cast(int(box[0]), ctypes.py_object).value["k3"] == "v3" else 0
 
         in_thread(lambda d=d, check=check: _inside(d, check))  # type: ignore[misc]

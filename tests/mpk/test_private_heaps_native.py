@@ -99,11 +99,11 @@ def test_names_interned_inside_a_domain_are_shared_copies(native_heap_probes: Pr
 def test_protection_domain_wrapper_gives_a_private_heap(runtime: str) -> None:
     repo = HERE.parents[1]
     code = (
-        "import sys; sys.path.insert(0, %r)\n"
+        f"import sys; sys.path.insert(0, {str(repo / 'composer')!r})\n"
         "from faastlane.runtime import domains\n"
         "d = domains.ProtectionDomain('f', private_heap=True)\n"
         "plain = domains.ProtectionDomain('g')\n"
         "print(d.private_heap, plain.private_heap, d.heap_stats()['arenas'])\n"
         "d.destroy(); plain.destroy()\n"
-    ) % str(repo / "composer")
+    )
     assert _run(runtime, code) == "True False 0"

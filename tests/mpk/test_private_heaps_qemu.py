@@ -33,7 +33,9 @@ def qemu_heap_probes(runtime: str) -> ProbeRun:
             f"failure, not a skip.\n{proc.stderr[-4000:]}",
             pytrace=False,
         )
-    assert proc.returncode == 0, f"heap probes failed in QEMU (exit {proc.returncode}):\n{output[-6000:]}"
+    assert proc.returncode == 0, (
+        f"heap probes failed in QEMU (exit {proc.returncode}):\n{output[-6000:]}"
+    )
     return ProbeRun(parse_results(proc.stdout), seconds, output)
 
 
