@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from probe_protocol import ProbeResult
+from probe_protocol import ProbeResult, parse_results
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -65,3 +65,28 @@ def run_probes(
         command, cwd=HERE, capture_output=True, text=True, timeout=timeout, env=env
     )
     return proc, time.monotonic() - started
+
+
+def run_probes_in_qemu(runtime: str, probes: Path) -> ProbeRun:
+    """Run a probe table once inside QEMU's emulated PKU CPU, keys required.
+
+    A harness that cannot set QEMU up is a failure, never a skip.
+    """
+    command = [str(HARNESS), str(HERE), runtime, str(probes), "--require-keys"]
+    try:
+        env = dict(os.environ, QEMU_TIMEOUT=str(QEMU_TIMEOUT_S))
+        proc, seconds = run_probes(command, timeout=QEMU_TIMEOUT_S + 60, env=env)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"QEMU run of {probes.name} exceeded {QEMU_TIMEOUT_S + 60} s: {exc}",
+                    pytrace=False)
+    output = proc.stdout + proc.stderr
+    if proc.returncode == HARNESS_SETUP_FAILED:
+        pytest.fail(
+            "QEMU IS UNAVAILABLE: the MPK tests cannot run without it, and that is a "
+            f"failure, not a skip.\n{proc.stderr[-4000:]}",
+            pytrace=False,
+        )
+    assert proc.returncode == 0, (
+        f"{probes.name} failed inside QEMU (exit {proc.returncode}):\n{output[-6000:]}"
+    )
+    return ProbeRun(parse_results(proc.stdout), seconds, output)

@@ -6,13 +6,11 @@ the owner's key.  The controls show the same threads working normally.
 
 from __future__ import annotations
 
-import os
-import subprocess
-
 import pytest
+from heap_checks import check_names_interned_inside, check_shared_containers_grown_inside
 from heap_kinds import KINDS
-from probe_protocol import SEGV_ACCERR, SEGV_PKUERR, SIGSEGV, ProbeResult, parse_results
-from probe_runs import HARNESS, HARNESS_SETUP_FAILED, HERE, QEMU_TIMEOUT_S, ProbeRun, run_probes
+from probe_protocol import SEGV_ACCERR, SEGV_PKUERR, SIGSEGV, ProbeResult
+from probe_runs import HERE, ProbeRun, run_probes_in_qemu
 
 HEAP_PROBES = HERE / "heap_probes.py"
 
@@ -20,23 +18,7 @@ HEAP_PROBES = HERE / "heap_probes.py"
 @pytest.fixture(scope="module")
 def qemu_heap_probes(runtime: str) -> ProbeRun:
     """Every heap probe, keys required, run once inside QEMU's emulated PKU CPU."""
-    command = [str(HARNESS), str(HERE), runtime, str(HEAP_PROBES), "--require-keys"]
-    try:
-        env = dict(os.environ, QEMU_TIMEOUT=str(QEMU_TIMEOUT_S))
-        proc, seconds = run_probes(command, timeout=QEMU_TIMEOUT_S + 60, env=env)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"QEMU heap probe run exceeded {QEMU_TIMEOUT_S + 60} s: {exc}", pytrace=False)
-    output = proc.stdout + proc.stderr
-    if proc.returncode == HARNESS_SETUP_FAILED:
-        pytest.fail(
-            "QEMU IS UNAVAILABLE: the MPK tests cannot run without it, and that is a "
-            f"failure, not a skip.\n{proc.stderr[-4000:]}",
-            pytrace=False,
-        )
-    assert proc.returncode == 0, (
-        f"heap probes failed in QEMU (exit {proc.returncode}):\n{output[-6000:]}"
-    )
-    return ProbeRun(parse_results(proc.stdout), seconds, output)
+    return run_probes_in_qemu(runtime, HEAP_PROBES)
 
 
 def assert_owner_key_fault(r: ProbeResult) -> dict[str, int]:
@@ -140,17 +122,9 @@ def test_shared_containers_grown_inside_a_domain_stay_readable_outside(
     qemu_heap_probes: ProbeRun,
 ) -> None:
     r = qemu_heap_probes["shared_containers_grown_inside_a_domain_stay_readable_outside"]
-    assert r.exit_code == 0 and r.error is None, r.describe()
-    lengths = sum(len(f"name{i}") for i in range(64))
-    total = sum(range(64))
-    assert (r.notes["list"], r.notes["dict"], r.notes["set"]) == (lengths, total + lengths, lengths)
-    assert (r.notes["deque"], r.notes["bytearray"], r.notes["globals"]) == (total, total, total)
-    assert r.notes["list_items_slot"] is None
+    check_shared_containers_grown_inside(r)
 
 
 def test_names_interned_inside_a_domain_are_shared_copies(qemu_heap_probes: ProbeRun) -> None:
     r = qemu_heap_probes["names_interned_inside_a_domain_are_shared_copies"]
-    assert r.exit_code == 0 and r.error is None, r.describe()
-    assert (r.notes["built_inside"], r.notes["interned_shared"]) == (1, 1)
-    assert (r.notes["lookup"], r.notes["attr"]) == (True, 7)
-    assert r.notes["attr_key_slot"] == [None]
+    check_names_interned_inside(r)

@@ -1,0 +1,23 @@
+"""Checks of heap probes whose outcome is the same natively and under QEMU."""
+
+from __future__ import annotations
+
+from probe_protocol import ProbeResult
+
+
+def check_shared_containers_grown_inside(r: ProbeResult) -> None:
+    """Shared containers grown inside a domain keep their storage shared and readable."""
+    assert r.exit_code == 0 and r.error is None, r.describe()
+    lengths = sum(len(f"name{i}") for i in range(64))
+    total = sum(range(64))
+    assert (r.notes["list"], r.notes["dict"], r.notes["set"]) == (lengths, total + lengths, lengths)
+    assert (r.notes["deque"], r.notes["bytearray"], r.notes["globals"]) == (total, total, total)
+    assert r.notes["list_items_slot"] is None
+
+
+def check_names_interned_inside(r: ProbeResult) -> None:
+    """Names interned inside a domain are shared copies, usable from outside."""
+    assert r.exit_code == 0 and r.error is None, r.describe()
+    assert (r.notes["built_inside"], r.notes["interned_shared"]) == (1, 1)
+    assert (r.notes["lookup"], r.notes["attr"]) == (True, 7)
+    assert r.notes["attr_key_slot"] == [None]
