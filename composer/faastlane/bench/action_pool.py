@@ -68,15 +68,14 @@ class ActionProcess:
         self.log_path = os.path.join(root, f"server-{uuid.uuid4().hex[:8]}.log")
         self.log = open(self.log_path, "w+", encoding="utf-8")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "faastlane.bench.action_container", "--host", "127.0.0.1",
+            [sys.executable, "-m", "faastlane.runtime.action_server", "--host", "127.0.0.1",
              "--port", "0", "--root", root],
             stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
         self.port = self._wait_for_port()
         self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
         self.connection.connect()
         # http.client sends headers and body in two writes: without this, each request
-        # would wait for the server's delayed ACK (as the server's answers would, see
-        # action_container.py).
+        # would wait for the server's delayed ACK (the server turns Nagle off likewise).
         self.connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _wait_for_port(self) -> int:
