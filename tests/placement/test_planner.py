@@ -11,7 +11,15 @@ from deploy.deploy_apps import FINRA
 from faastlane.plan import placements
 from faastlane.runtime.execution import PARALLEL_PROCESSES, PARALLEL_THREADS
 from faastlane.runtime.model import machine_from_asl
-from faastlane.runtime.remote import CONTAINERS, PROCESSES, THREADS, find_state, split
+from faastlane.runtime.remote import (
+    CONTAINERS,
+    PROCESSES,
+    THREADS,
+    find_state,
+    pack_inputs,
+    split,
+    unpack_inputs,
+)
 from integration.apps import faastlane
 
 
@@ -111,3 +119,26 @@ def test_finra_plan_changes_with_vcpus_and_max_containers(tmp_path: Path) -> Non
                                             "RunAuditRules": CONTAINERS}
     assert faastlane("compose", str(FINRA), "-o", str(tmp_path / "x"),
                      "--max-containers", "0").code == 2
+
+
+def test_group_inputs_send_what_every_iteration_shares_once() -> None:
+    book = {"positions": list(range(100))}
+    inputs = [{"rule": r, "book": book, "date": "2024-01-02"} for r in range(3)]
+    packed = pack_inputs(inputs)
+    assert packed == {"shared": {"book": book, "date": "2024-01-02"},
+                      "keys": ["rule", "book", "date"],
+                      "inputs": [{"rule": 0}, {"rule": 1}, {"rule": 2}]}
+    assert unpack_inputs(json.loads(json.dumps(packed)), 3) == inputs
+
+
+@pytest.mark.parametrize("inputs, packed", [
+    ([{"a": 1}] * 3, {"input": {"a": 1}}),  # Parallel: one input for every branch
+    ([1, 2], {"inputs": [1, 2]}),  # plain items
+    ([{"a": 1, "b": 2}, {"b": 2, "a": 1}], {"inputs": [{"a": 1, "b": 2}, {"b": 2, "a": 1}]}),
+    ([{"a": 1}, {"a": True}], {"inputs": [{"a": 1}, {"a": True}]}),  # 1 is not true
+    ([{"a": [1]}, {"a": [1]}], {"inputs": [{"a": [1]}, {"a": [1]}]}),  # equal, not shared
+])
+def test_group_inputs_share_only_what_is_certainly_the_same(inputs: list, packed: dict
+                                                              ) -> None:
+    assert pack_inputs(inputs) == packed
+    assert unpack_inputs(packed, len(inputs)) == inputs

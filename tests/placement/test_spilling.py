@@ -56,18 +56,19 @@ def test_finra_spread_over_containers_equals_one_container(
     groups = group_calls(controller)
     assert len(groups) == containers - 1
     assert len(controller.warm[ACTION]) == containers
-    stored = [g for g in groups if "stored" in g]
-    if rules == 200:
-        # Every iteration carries the ~20 KB book and market snapshot: 100 iterations
-        # pass OpenWhisk's 1 MB limit, so the group goes through the store.
-        assert len(stored) == 1 and stored[0]["stored"].startswith("run-")
-        return
-    assert not stored
+    # Each group carries its own rules and, once, the book and market snapshot that
+    # ItemSelector adds to every rule (not 100 copies of them: 200 rules once needed
+    # the store to pass OpenWhisk's 1 MB limit).
+    assert not [g for g in groups if "stored" in g]
     jobs = sorted(j for g in groups for j in g["jobs"])
     share = -(-rules // containers)
     assert jobs == list(range(share, rules))  # the first group stays here
     assert all(len(g["jobs"]) in (share - 1, share) for g in groups)
     assert all(g["state"] == "RunAuditRules" for g in groups)
+    rules_sent = [r for g in sorted(groups, key=lambda g: g["jobs"][0]) for r in g["inputs"]]
+    assert rules_sent == [{"rule": r} for r in payload["rules"][share:]]
+    assert all(set(g["shared"]) == {"portfolio", "market"} for g in groups)
+    assert all(g["keys"] == ["rule", "portfolio", "market"] for g in groups)
 
 
 WHO = """
@@ -161,3 +162,28 @@ def test_without_retry_a_dead_container_fails_the_execution(
     assert code == 1
     assert output["error"]["Error"] == "Runtime.ExitError"
     assert "OpenWhisk action /_/map" in output["error"]["Cause"]
+
+
+MAKE = """
+def handler(event, context):
+    return {"items": [{"n": i, "blob": f"{i:04d}" * 10_000} for i in range(event["n"])]}
+"""
+BIG = """
+def handler(event, context):
+    return {"n": event["n"], "size": len(event["blob"])}
+"""
+
+
+def test_a_group_over_the_payload_limit_travels_through_the_store(
+        controller: OpenWhiskEndpoint, tmp_path: Path) -> None:
+    workflow = chain(("Make", task("make")),
+                     ("Each", {"Type": "Map", "ItemsPath": "$.items", "End": True,
+                               "ItemProcessor": chain(("Big", task("big")))}))
+    app = write_app(tmp_path / "big", workflow, {"make": MAKE, "big": BIG})
+    deploy(controller, app, "big", tmp_path, "--vcpus", "1", "--max-containers", "2")
+    # 60 different items of 40 KB: the remote half (1.2 MB) passes OpenWhisk's 1 MB limit.
+    code, output = invoke(controller, "big", tmp_path, {"n": 60})
+    assert code == 0, output
+    assert output["output"] == [{"n": i, "size": 40_000} for i in range(60)]
+    groups = group_calls(controller)
+    assert len(groups) == 1 and groups[0]["stored"].startswith("run-")

@@ -7,7 +7,8 @@ processes; every other group goes to a copy of the same action, invoked through 
 platform's API (:mod:`invokers`) with a sub-workflow request:
 
     {"__faastlane_group": {"state": "RunAuditRules", "jobs": [13, 14, ...],
-                           "inputs": [...] | "input": ..., "variables": {...},
+                           "input": ... | "inputs": [...] | "shared": {...}, ...,
+                           "variables": {...},
                            "context": {...}, "remaining": 41.5, ...}}
 
 The copy finds the Parallel/Map state by its plan key, runs those branches (or
@@ -162,6 +163,51 @@ def _group_answer(outcomes: Sequence[Outcome], stop_on_error: bool) -> list[dict
     return [outcome_to_json(o) for o in outcomes]
 
 
+# --------------------------------------------------------------------- group inputs
+
+
+def _same(a: Any, b: Any) -> bool:
+    """The same JSON value for certain: one object (ItemSelector shares the parts it
+    copies from the state input), or equal scalars of one type (``1 == True`` is not)."""
+    return a is b or (type(a) is type(b) and not isinstance(a, (dict, list)) and a == b)
+
+
+def pack_inputs(inputs: Sequence[Any]) -> dict[str, Any]:
+    """A group's job inputs as a request sends them, each shared part once.
+
+    Parallel branches all get the same input: ``{"input": x}``. Map iterations get what
+    ItemSelector made of each item, typically the item plus the same parts of the state
+    input (FINRA: one rule, and the same book and market snapshot for every rule): when
+    every input is an object with the same keys in the same order, the values equal in
+    all of them travel once, ``{"shared": {...}, "inputs": [{varying}], "keys": [...]}``.
+    Anything else goes as it is, ``{"inputs": [...]}``.
+    """
+    first = inputs[0] if inputs else None
+    if inputs and all(_same(x, first) for x in inputs[1:]):
+        return {"input": first}
+    if len(inputs) > 1 and all(isinstance(x, dict) for x in inputs):
+        keys = list(first)
+        if all(list(x) == keys for x in inputs[1:]):
+            shared = {k: first[k] for k in keys
+                      if all(_same(x[k], first[k]) for x in inputs[1:])}
+            if shared:
+                return {"shared": shared, "keys": keys,
+                        "inputs": [{k: v for k, v in x.items() if k not in shared}
+                                   for x in inputs]}
+    return {"inputs": list(inputs)}
+
+
+def unpack_inputs(request: dict[str, Any], count: int) -> list[Any]:
+    """The job inputs of a group request (:func:`pack_inputs` reversed)."""
+    if "input" in request:
+        return [request["input"]] * count
+    if "shared" in request:
+        shared, keys = request["shared"], request["keys"]
+        return [{k: shared[k] if k in shared else varying[k] for k in keys}
+                for varying in request["inputs"]]
+    return list(request["inputs"])
+
+
 # --------------------------------------------------------------------- the spiller
 
 
@@ -256,10 +302,8 @@ class Spiller:
                 ) -> list[dict[str, Any]]:
         """Body of the child awaiting one remote group: its outcomes as JSON."""
         assert self.invoker is not None
-        shared = all(inputs[i] is inputs[jobs[0]] for i in jobs)
         request: dict[str, Any] = {
-            "state": self.key_of(state), "jobs": jobs,
-            **({"input": inputs[jobs[0]]} if shared else {"inputs": [inputs[i] for i in jobs]}),
+            "state": self.key_of(state), "jobs": jobs, **pack_inputs([inputs[i] for i in jobs]),
             "variables": dict(execution.variables.view),
             "context": execution.context_base, "execution": execution.name,
             "remaining": execution.remaining(), "stop_on_error": stop_on_error,
@@ -343,7 +387,7 @@ def serve_group(orchestrator: Orchestrator, params: dict[str, Any]) -> dict[str,
     try:
         state = find_state(orchestrator.workflow, request["state"])
         jobs = request["jobs"]
-        inputs = request["inputs"] if "inputs" in request else [request["input"]] * len(jobs)
+        inputs = unpack_inputs(request, len(jobs))
         # A group never spills again: its width was sized to this container.
         options = replace(orchestrator.options, max_containers=1)
         execution = Execution(orchestrator.name, request["context"]["Execution"]["Input"],
