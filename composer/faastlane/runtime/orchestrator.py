@@ -15,6 +15,7 @@ from typing import Any
 
 from .errors import StatesError, error_object
 from .execution import Execution, Options
+from .forkpool import ForkPool, untrusted_functions
 from .functions import FunctionRegistry, FunctionSpec
 from .model import Machine
 from .remote import Spiller
@@ -59,6 +60,10 @@ class Orchestrator:
         self.options = options or (load_options(plan) if os.path.exists(plan) else Options())
         self.functions = FunctionRegistry(root, functions)
         self.functions.preload()
+        # Warm workers for Parallel/Map, forked now that every module is imported.
+        self.pool = ForkPool(name, workflow, self.functions, untrusted_functions(plan))
+        if self.pool.wanted(self.options):
+            self.pool.start(self.options.cpu_budget())
 
     def with_options(self, **overrides: Any) -> Options:
         """This action's options with some replaced (``None`` values are ignored)."""
@@ -71,8 +76,13 @@ class Orchestrator:
                               options or self.options, self.workflow.timeout_seconds,
                               execution_name)
         execution.spiller = Spiller.from_environ(self.workflow, execution.options)
+        execution.forkpool = self.pool  # type: ignore[attr-defined]
         try:
             output = run_machine(self.workflow, execution_input, execution)
         except StatesError as err:
             return Result(FAILED, error=err.error, cause=err.cause)
         return Result(SUCCEEDED, output=output)
+
+    def close(self) -> None:
+        """Stop the warm workers (they also exit on their own when this process does)."""
+        self.pool.close()

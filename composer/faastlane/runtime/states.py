@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -282,7 +283,8 @@ def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
     def attempt(retry_count: int) -> Any:
         flow = DataFlow(state, data, execution, entered, retry_count)
         effective = flow.effective_input()
-        work = [_machine_job(branch, effective, execution) for branch in state.branches]
+        work = [BranchJob.make(state, i, branch, effective, execution)
+                for i, branch in enumerate(state.branches)]
         outcomes = execution.run_parallel(
             work, 0, describe=lambda i: f"branch {i} of Parallel '{state.name}'",
             stop_on_error=True, state=state, inputs=[effective] * len(work))
@@ -299,10 +301,26 @@ def _raise_first_failure(outcomes: list[Outcome]) -> None:
             raise outcome.error
 
 
-def _machine_job(machine: Machine, data: Any, execution: Execution) -> Callable[[], Any]:
-    # The branch's variable scope is made here, in the parent: a forked child inherits it.
-    branch = execution.for_branch()
-    return lambda: run_machine(machine, data, branch)
+@dataclass(frozen=True)
+class BranchJob:
+    """One Parallel branch or Map iteration: callable, so a fresh fork or a thread just
+    runs it, and described (state, index, input), so a pre-forked worker can rebuild it."""
+
+    state: Parallel | Map
+    index: int  # the branch of a Parallel, the item of a Map
+    machine: Machine
+    data: Any
+    execution: Execution
+
+    @classmethod
+    def make(cls, state: Parallel | Map, index: int, machine: Machine, data: Any,
+             execution: Execution) -> BranchJob:
+        # The branch's variable scope is made here, in the parent: a forked child
+        # inherits it; a pool worker is sent its variables.
+        return cls(state, index, machine, data, execution.for_branch())
+
+    def __call__(self) -> Any:
+        return run_machine(self.machine, self.data, self.execution)
 
 
 def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
@@ -356,7 +374,8 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
                               else flow.template(state.item_selector, effective, item_ctx))
             else:
                 inputs.append(item)
-        work = [_machine_job(state.iterator, item, execution) for item in inputs]
+        work = [BranchJob.make(state, i, state.iterator, item, execution)
+                for i, item in enumerate(inputs)]
         outcomes = execution.run_parallel(
             work, flow.number(state.max_concurrency, "MaxConcurrency", minimum=0),
             describe=lambda i: f"iteration {i} of Map '{state.name}'",
