@@ -226,8 +226,14 @@ class Execution:
             outcomes = spiller.run(self, state, work, inputs, groups, budget,
                                    max_concurrency, describe, stop_on_error)
         else:
-            outcomes = run_forked(work, workers, describe=describe,
-                                  stop_on_error=stop_on_error, deadline=self.deadline)
+            # Warm pre-forked workers when the pool may take this section (isolation
+            # none, trusted functions: see forkpool.py); a fresh fork per worker otherwise.
+            pool = getattr(self, "forkpool", None)
+            pooled = None if pool is None else pool.run(self, state, work, workers,
+                                                        describe, stop_on_error)
+            outcomes = pooled if pooled is not None else run_forked(
+                work, workers, describe=describe, stop_on_error=stop_on_error,
+                deadline=self.deadline)
         for outcome in outcomes:
             trace.extend(outcome.records)
         self.check_deadline()
