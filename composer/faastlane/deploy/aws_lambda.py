@@ -5,14 +5,16 @@ boto3 reads the usual AWS configuration: ``--profile``/``AWS_PROFILE``, ``--regi
 ``~/.aws``, and ``AWS_ENDPOINT_URL`` (``AWS_ENDPOINT_URL_LAMBDA``) for another endpoint
 such as a local emulator. Calls: ``publish_layer_version``, ``get_function``, then
 ``create_function`` or ``update_function_code`` + ``update_function_configuration``, and
-``invoke`` (``RequestResponse``).
+``invoke`` (``RequestResponse``). A container-image function (``PackageType: Image``)
+names its image by ``ImageUri`` and has no layers, runtime or handler of its own.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from . import limits
 from .errors import ApiError, DeployError, InvocationFailed, MissingConfiguration
@@ -31,6 +33,14 @@ class FunctionSpec:
     layers: list[str]
     memory_mb: int = 1024
     timeout_s: int = 300
+    image_uri: str | None = None  # a container-image function: no zip, runtime or layers
+
+    def code_and_package(self) -> dict[str, Any]:
+        """CreateFunction's code arguments: a zip with its runtime, or an image."""
+        if self.image_uri:
+            return {"PackageType": "Image", "Code": {"ImageUri": self.image_uri}}
+        return {"PackageType": "Zip", "Code": {"ZipFile": self.code}, "Runtime": self.runtime,
+                "Handler": self.handler, "Layers": self.layers}
 
 
 def _boto3() -> Any:
@@ -58,7 +68,11 @@ class LambdaClient:
 
     def _call(self, operation: str, call: Callable[..., T], **kwargs: Any) -> T:
         from botocore.exceptions import (  # noqa: PLC0415
-            BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError)
+            BotoCoreError,
+            ClientError,
+            EndpointConnectionError,
+            NoCredentialsError,
+        )
         try:
             return call(**kwargs)
         except NoCredentialsError:
@@ -98,19 +112,20 @@ class LambdaClient:
                 f"creating Lambda function {spec.name} needs an execution role: pass --role "
                 f"arn:aws:iam::ACCOUNT:role/NAME (or export FAASTLANE_LAMBDA_ROLE)")
         return self._call(f"CreateFunction {spec.name}", self.client.create_function,
-                          FunctionName=spec.name, Runtime=spec.runtime, Role=spec.role,
-                          Handler=spec.handler, Code={"ZipFile": spec.code},
-                          Layers=spec.layers, MemorySize=spec.memory_mb,
+                          FunctionName=spec.name, Role=spec.role, MemorySize=spec.memory_mb,
                           Timeout=spec.timeout_s, Publish=True,
-                          Description="Faastlane: a whole workflow as one function")
+                          Description="Faastlane: a whole workflow as one function",
+                          **spec.code_and_package())
 
     def update_function(self, spec: FunctionSpec) -> dict[str, Any]:
+        code = {"ImageUri": spec.image_uri} if spec.image_uri else {"ZipFile": spec.code}
         self._call(f"UpdateFunctionCode {spec.name}", self.client.update_function_code,
-                   FunctionName=spec.name, ZipFile=spec.code)
+                   FunctionName=spec.name, **code)
         self._wait_updated(spec.name)
-        settings: dict[str, Any] = {"Runtime": spec.runtime, "Handler": spec.handler,
-                                    "Layers": spec.layers, "MemorySize": spec.memory_mb,
-                                    "Timeout": spec.timeout_s}
+        # An image function's runtime, handler and layers are in its image.
+        settings: dict[str, Any] = {"MemorySize": spec.memory_mb, "Timeout": spec.timeout_s}
+        if not spec.image_uri:
+            settings.update(Runtime=spec.runtime, Handler=spec.handler, Layers=spec.layers)
         if spec.role:
             settings["Role"] = spec.role
         return self._call(f"UpdateFunctionConfiguration {spec.name}",

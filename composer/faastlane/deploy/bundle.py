@@ -123,6 +123,9 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
         vendored = vendor(requirement_files(composition.app.root), version)
         if vendored:
             trees.append((vendored, "python/"))
+            # No upload route lifts this limit; say so before scanning and zipping it all.
+            limits.LAMBDA_UNZIPPED.check(sum(_tree_size(t) for t in (action, library, vendored)),
+                                         f"{composition.app.name} with its layers")
         inspect_shipment(action, _waivers(composition), trees)  # recorded in function.zip
         function = write_zip(os.path.join(out_dir, "function.zip"), [(action, "")])
         layer = write_zip(os.path.join(out_dir, "layer.zip"), trees)

@@ -16,10 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..options import planning, read_input
-from . import bundle
+from . import bundle, image_bundle
 from .aws_lambda import LambdaClient
-from .deployer import deploy_lambda, deploy_openwhisk
-from .errors import InvocationFailed
+from .deployer import deploy_lambda, deploy_lambda_image, deploy_openwhisk, deploy_openwhisk_image
+from .errors import DeployError, InvocationFailed
+from .images import BuiltImage
 from .openwhisk import OpenWhiskClient
 from .wskprops import resolve
 
@@ -38,6 +39,14 @@ def _add_packaging(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--python-prefix", metavar="DIR",
                         help="Lambda custom runtime: the cpython-mpk prefix "
                              "(default cpython-mpk/build)")
+    parser.add_argument("--docker", nargs="?", const="", metavar="BASE",
+                        help="OpenWhisk: a Docker (blackbox) action; the requirements go "
+                             "into an image built FROM BASE (default: the Faastlane runtime "
+                             "image, docker/build.sh runtime), not into the zip")
+    parser.add_argument("--image", nargs="?", const="", metavar="BASE",
+                        help="Lambda: a container-image function built FROM BASE (default: "
+                             "the Faastlane runtime image) with the requirements, "
+                             "awslambdaric and the action (up to 10 GB)")
 
 
 def add_connection(parser: argparse.ArgumentParser) -> None:
@@ -64,8 +73,9 @@ def register(commands: Any, add_planning: Callable[[argparse.ArgumentParser], No
                     "vendored.")
     package.add_argument("app", metavar="APP", help="the app folder")
     _add_target(package)
-    package.add_argument("-o", "--output", required=True, metavar="OUT",
-                         help="OpenWhisk: the zip to write; Lambda: the folder for the zips")
+    package.add_argument("-o", "--output", metavar="OUT",
+                         help="OpenWhisk: the zip to write; Lambda: the folder for the zips "
+                              "(not used with --image: the image is in the Docker engine)")
     _add_packaging(package)
     add_planning(package)
 
@@ -77,9 +87,10 @@ def register(commands: Any, add_planning: Callable[[argparse.ArgumentParser], No
     _add_target(deploy)
     deploy.add_argument("--name", help="the action / function name (default: the app's)")
     _add_packaging(deploy)
-    deploy.add_argument("--docker", metavar="IMAGE",
-                        help="OpenWhisk: run in this image (e.g. the Faastlane runtime "
-                             "image, docker/build.sh runtime) instead of the stock kind")
+    deploy.add_argument("--registry", metavar="HOST[:PORT][/PATH]",
+                        help="--docker/--image: push the image there (after docker login) "
+                             "and name it so; without it the image stays in this machine's "
+                             "Docker engine")
     deploy.add_argument("--role", default=os.environ.get("FAASTLANE_LAMBDA_ROLE"),
                         help="Lambda: the execution role ARN (needed to create a function)")
     deploy.add_argument("--memory", type=int, metavar="MB", help="memory (default: platform's;"
@@ -109,7 +120,45 @@ def _describe(archive: bundle.Archive) -> str:
     return f"{archive.path} ({archive.size:,} bytes, {archive.unzipped_size:,} unzipped)"
 
 
+def _check_image_options(args: argparse.Namespace) -> None:
+    """--docker is OpenWhisk's, --image Lambda's; one line (exit 2) for a mix-up."""
+    if args.target == "lambda" and args.docker is not None:
+        raise DeployError("--docker makes an OpenWhisk Docker action; for a Lambda "
+                          "container image use --image")
+    if args.target == "openwhisk" and args.image is not None:
+        raise DeployError("--image makes a Lambda container image; for an OpenWhisk "
+                          "Docker action use --docker")
+    if args.image is not None and args.custom_runtime:
+        raise DeployError("--image and --custom-runtime exclude each other: the image "
+                          "carries its own runtime")
+
+
+def _describe_image(image: BuiltImage) -> str:
+    how = "built" if image.built else "up to date (same inputs)"
+    return f"image {image.tag} {how}: {image.size / (1024 * 1024):.0f} MB, FROM {image.base}"
+
+
 def cmd_package(args: argparse.Namespace) -> int:
+    _check_image_options(args)
+    if args.target == "lambda" and args.image is not None:
+        if args.output:
+            _say("-o is not used with --image: the image is in the local Docker engine")
+        image = image_bundle.package_lambda_image(args.app, args.image or None,
+                                                  **planning(args)).image
+        print(f"{_describe_image(image)}; entry point awslambdaric "
+              f"{bundle.LAMBDA_HANDLER}")
+        return 0
+    if not args.output:
+        raise DeployError("package needs -o OUT: the zip (OpenWhisk) or the folder for the "
+                          "zips (Lambda)")
+    if args.target == "openwhisk" and args.docker is not None:
+        docker = image_bundle.package_openwhisk_image(args.app, args.output,
+                                                      args.docker or None, **planning(args))
+        print(f"wrote {_describe(docker.action)}")
+        if docker.built:
+            print(_describe_image(docker.built))
+        print(f"wsk action create {docker.name} {args.output} --docker {docker.image}")
+        return 0
     if args.target == "openwhisk":
         package = bundle.package_openwhisk(args.app, args.output, args.kind, **planning(args))
         print(f"wrote {_describe(package.action)}: wsk action create {package.name} "
@@ -124,16 +173,32 @@ def cmd_package(args: argparse.Namespace) -> int:
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
+    _check_image_options(args)
     with tempfile.TemporaryDirectory(prefix="faastlane-deploy-") as scratch:
         if args.target == "openwhisk":
             client = OpenWhiskClient(resolve(args.apihost, args.auth, args.namespace),
                                      args.insecure)  # configuration checked before packaging
-            # In the runtime image the action runs on cpython-mpk: vendor for its Python.
-            kind = bundle.RUNTIME_IMAGE_KIND if args.docker else args.kind
-            package = bundle.package_openwhisk(args.app, os.path.join(scratch, "action.zip"),
-                                               kind, **planning(args))
-            done = deploy_openwhisk(package, client, args.name or package.name, args.docker,
-                                    args.memory, args.timeout, _say)
+            zip_path = os.path.join(scratch, "action.zip")
+            if args.docker is not None:
+                docker = image_bundle.package_openwhisk_image(
+                    args.app, zip_path, args.docker or None, **planning(args))
+                if docker.built:
+                    _say(_describe_image(docker.built))
+                done = deploy_openwhisk_image(docker, client, args.name or docker.name,
+                                              args.registry, args.memory, args.timeout, _say)
+            else:
+                package = bundle.package_openwhisk(args.app, zip_path, args.kind,
+                                                   **planning(args))
+                done = deploy_openwhisk(package, client, args.name or package.name, None,
+                                        args.memory, args.timeout, _say)
+        elif args.image is not None:
+            lam_client = LambdaClient(args.profile, args.region)
+            image = image_bundle.package_lambda_image(args.app, args.image or None,
+                                                      **planning(args))
+            _say(_describe_image(image.image))
+            done = deploy_lambda_image(image, lam_client, args.name or image.name, args.role,
+                                       args.registry, args.memory or 1024,
+                                       args.timeout or 300, _say)
         else:
             lam_client = LambdaClient(args.profile, args.region)
             lam = bundle.package_lambda(args.app, scratch, args.custom_runtime,

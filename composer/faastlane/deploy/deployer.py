@@ -4,11 +4,14 @@ so the same plan runs against the real service or a local endpoint."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
+from . import images
 from .aws_lambda import FunctionSpec, LambdaClient
 from .bundle import LambdaPackage, OpenWhiskPackage
+from .image_bundle import LambdaImagePackage, OpenWhiskImagePackage
+from .limits import MB
 from .openwhisk import ActionSpec, OpenWhiskClient
 
 Report = Callable[[str], None]
@@ -63,3 +66,47 @@ def deploy_lambda(package: LambdaPackage, client: LambdaClient, name: str, role:
     else:
         client.create_function(spec)
     return Deployed(name, "lambda", created=not exists, layers=layers)
+
+
+def publish_image(image: str, registry: str | None, built: bool, report: Report) -> str:
+    """Push the image to ``registry`` and return the name there; with no registry, the
+    local name (and, for an image built here, why the platform may not find it)."""
+    if registry:
+        report(f"push {image} to {registry}")
+        return images.push(image, registry)
+    if built:
+        report(f"not pushed (no --registry): {image} is only in this machine's Docker "
+               f"engine; a platform pulls images by name, so pass --registry "
+               f"HOST[:PORT][/PATH] (after docker login) unless it runs on this engine")
+    return image
+
+
+def deploy_openwhisk_image(package: OpenWhiskImagePackage, client: OpenWhiskClient, name: str,
+                           registry: str | None, memory_mb: int | None,
+                           timeout_s: int | None, report: Report) -> Deployed:
+    """A Docker (blackbox) action: the image pushed if asked, then one PUT naming it,
+    with the small action zip as its code."""
+    image = publish_image(package.image, registry, package.built is not None, report)
+    spec = ActionSpec(name, _read(package.action.path), package.kind, image,
+                      memory_mb=memory_mb, timeout_ms=timeout_s * 1000 if timeout_s else None,
+                      provide_api_key=package.spills)
+    report(f"PUT action {client.config.namespace}/{name} (blackbox, image {image}, "
+           f"{package.action.size} bytes zipped)")
+    client.put_action(spec)
+    return Deployed(name, "openwhisk", created=True)
+
+
+def deploy_lambda_image(package: LambdaImagePackage, client: LambdaClient, name: str,
+                        role: str | None, registry: str | None, memory_mb: int,
+                        timeout_s: int, report: Report) -> Deployed:
+    """A container-image function (``PackageType: Image``): push, then create or update."""
+    uri = publish_image(package.image.tag, registry, True, report)
+    spec = FunctionSpec(name, b"", "", "", role, [], memory_mb, timeout_s, image_uri=uri)
+    exists = client.exists(name)
+    report(f"{'update' if exists else 'create'} function {name} (image {uri}, "
+           f"{package.image.size / MB:.0f} MB)")
+    if exists:
+        client.update_function(spec)
+    else:
+        client.create_function(spec)
+    return Deployed(name, "lambda", created=not exists)

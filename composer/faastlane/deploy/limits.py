@@ -3,7 +3,9 @@
 OpenWhisk (default deployment limits): an invocation's parameters and an action's result
 at most 1 MB; an action's code at most 48 MB. AWS Lambda: a synchronous invocation's
 request and response at most 6 MB; a zip uploaded directly at most 50 MB; a function and
-all its layers at most 250 MB unzipped.
+all its layers at most 250 MB unzipped; a container image at most 10 GB uncompressed,
+all layers counted. The hints name the way out: a container image (``--docker`` for
+OpenWhisk, ``--image`` for Lambda) holds the dependencies instead of the zip.
 """
 
 from __future__ import annotations
@@ -35,10 +37,15 @@ def _megabytes(size: int) -> str:
 OPENWHISK_PAYLOAD = Limit("OpenWhisk's limit for an invocation's parameters", 1 * MB,
                           "pass a reference to the data (e.g. an object-store key) instead")
 OPENWHISK_CODE = Limit("OpenWhisk's limit for an action's code", 48 * MB,
-                       "move large dependencies into a custom runtime image (--docker)")
+                       "deploy it as a Docker action instead (--docker: the requirements "
+                       "go into an image derived from the runtime image, not the zip)")
 LAMBDA_SYNC_PAYLOAD = Limit("Lambda's limit for a synchronous invocation's payload", 6 * MB,
                             "pass a reference to the data (e.g. an S3 key) instead")
 LAMBDA_ZIP = Limit("Lambda's limit for a directly uploaded zip", 50 * MB,
-                   "upload it through S3 or move dependencies into a layer")
+                   "deploy a container image instead (--image: up to 10 GB; "
+                   "uploads through S3 are not implemented)")
 LAMBDA_UNZIPPED = Limit("Lambda's limit for a function and its layers unzipped", 250 * MB,
-                        "trim dependencies or deploy a container image instead")
+                        "deploy a container image instead (--image: up to 10 GB), or "
+                        "trim the dependencies")
+LAMBDA_IMAGE = Limit("Lambda's limit for a container image, uncompressed", 10 * 1024 * MB,
+                     "trim the dependencies or use a smaller base image")
