@@ -35,6 +35,11 @@ def _load(path: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def read_all(path: str | None = None) -> dict[str, Any]:
+    """Every cached profile, by key ({} when there is no cache)."""
+    return _load(path or cache_file())
+
+
 def cached(key: str, measure: Callable[[], dict[str, Any]], max_age: float = DAY,
            refresh: bool = False, path: str | None = None,
            now: Callable[[], float] = time.time) -> tuple[dict[str, Any], bool]:

@@ -103,7 +103,14 @@ def describe(key: str, profile: dict[str, Any], from_cache: bool) -> str:
         f"throughput by processes (x one process): {curve}",
         f"inferred vCPUs: {profile['vcpus']} (effective {profile['effective_cpus']:g}); "
         f"plan with: faastlane compose APP --vcpus {profile['vcpus']}",
+        *([f"hand-off costs: {_handoff(profile['handoff'])}"] if profile.get("handoff") else []),
     ])
+
+
+def _handoff(measured: dict[str, float]) -> str:
+    units = {"fork_ms": "ms a forked job", "pipe_ms_per_mb": "ms per MB over a pipe",
+             "invoke_ms": "ms an invocation", "transfer_ms_per_mb": "ms per MB invoked"}
+    return ", ".join(f"{measured[k]:g} {u}" for k, u in units.items() if k in measured)
 
 
 def cmd_profile(args: argparse.Namespace) -> int:

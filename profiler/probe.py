@@ -2,8 +2,9 @@
 
 Locally ``faastlane profile`` calls :func:`profile`; as an action, ``main(params)``
 (OpenWhisk) or ``handler(event, context)`` (Lambda) take ``{"max_processes": N,
-"target_seconds": S}`` and answer the same JSON; ``python -m faastlane_profiler.probe``
-prints it (the Docker target runs that).
+"target_seconds": S}`` and answer the same JSON (``{"echo": true, "pad": ...}`` answers
+at once: the invocation round trips of ``handoff.measure_invoke``);
+``python -m faastlane_profiler.probe`` prints it (the Docker target runs that).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from . import mpk, scaling
+from . import handoff, mpk, scaling
 from .runtime_modules import cpus
 
 # Past the CPUs the scheduler offers, more processes cannot help: one more shows the knee.
@@ -50,6 +51,8 @@ def profile(max_processes: int | None = None, target_seconds: float = 0.1) -> di
         "measured_knee": scaling.knee(throughput),
         "vcpus": min(scaling.knee(throughput), limits["available"]),
         "effective_cpus": round(max(throughput.values()), 2),
+        # What giving work to a forked child costs here (planner input, see costs.py).
+        "handoff": handoff.measure_fork(),
     }
 
 
@@ -62,13 +65,15 @@ def parse_params(params: Any) -> dict[str, Any]:
 
 
 def main(params: Any) -> dict[str, Any]:
-    """OpenWhisk's entry point."""
+    """OpenWhisk's entry point (``{"echo": true}``: answer at once, to time invocations)."""
+    if isinstance(params, dict) and params.get("echo"):
+        return handoff.echo(params)
     return profile(**parse_params(params))
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
     """Lambda's entry point."""
-    return profile(**parse_params(event))
+    return main(event)
 
 
 def run_cli(argv: list[str]) -> int:

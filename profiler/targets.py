@@ -18,7 +18,7 @@ from typing import Any
 from faastlane.deploy.archive import write_zip
 from faastlane.deploy.errors import DeployError
 
-from . import probe
+from . import handoff, probe
 
 PROFILER_SOURCE = os.path.dirname(os.path.abspath(__file__))
 ACTION_NAME = "faastlane-profiler"
@@ -113,7 +113,8 @@ def profile_openwhisk(client: Any, name: str, kind: str, image: str | None,
     with tempfile.TemporaryDirectory(prefix="faastlane-profile-") as scratch:
         code = probe_zip(scratch)
     client.put_action(ActionSpec(name, code, kind, image, memory_mb=memory_mb))
-    return client.invoke(name, _params(max_processes, seconds))
+    return _with_invoke_costs(client.invoke(name, _params(max_processes, seconds)),
+                              lambda params: client.invoke(name, params))
 
 
 def profile_lambda(client: Any, name: str, role: str | None, memory_mb: int | None,
@@ -129,4 +130,12 @@ def profile_lambda(client: Any, name: str, role: str | None, memory_mb: int | No
         client.update_function(spec)
     else:
         client.create_function(spec)
-    return client.invoke(name, _params(max_processes, seconds))
+    return _with_invoke_costs(client.invoke(name, _params(max_processes, seconds)),
+                              lambda params: client.invoke(name, params))
+
+
+def _with_invoke_costs(profile: dict[str, Any], call: Any) -> dict[str, Any]:
+    """The platform's profile plus what invoking an action costs there: blocking round
+    trips of the probe from here (the client), small and 256 KB."""
+    profile.setdefault("handoff", {}).update(handoff.measure_invoke(call))
+    return profile

@@ -13,6 +13,13 @@ Each Parallel and Map state gets one of three placements, weighing what a hand-o
                 platform invocation (tens of milliseconds warm, its payload over the
                 network, through the object store past the platform's limit).
 
+The hand-off costs are measured by ``faastlane profile`` (fork and pipe wherever the
+probe ran; invocation and transfer on a platform target) and read from its cache, with
+documented defaults for what was never measured (``faastlane_profiler.costs``). They are
+written into plan.json with where each came from; at run time the Orchestrator uses them,
+with the time a round of the state's jobs took in this container, to choose how many
+containers a section really uses (``runtime/remote.py``).
+
 Only outermost parallel states spill: a nested one runs inside a group already sized to
 its container, and a copy that runs a group never spills again.
 """
@@ -23,18 +30,28 @@ import math
 from dataclasses import asdict
 from typing import Any
 
+from faastlane_profiler.costs import HandoffCosts
+from faastlane_profiler.costs import load as load_costs
+
 from .app import App
 from .errors import FaastlaneError, IsolationUnavailable
-from .runtime.execution import (MPK, NONE, PARALLEL_PROCESSES, PARALLEL_THREADS,
-                                PROCESS_ISOLATION, Options)
+from .runtime.execution import (
+    MPK,
+    NONE,
+    PARALLEL_PROCESSES,
+    PARALLEL_THREADS,
+    PROCESS_ISOLATION,
+    Options,
+)
 from .runtime.invokers import LAMBDA_PAYLOAD_LIMIT, OPENWHISK_PAYLOAD_LIMIT
 from .runtime.model import Machine, Map, Parallel, State, Task, walk_states
 from .runtime.remote import CONTAINERS, PROCESSES, THREADS, state_keys
 
-# Typical hand-off costs, reported in plan.json so the choice can be checked against a
-# benchmark (bench/ measures both on the target).
-FORK_HANDOFF_MS = 1.0
-INVOKE_HANDOFF_MS = 40.0
+
+def break_even_round_ms(costs: HandoffCosts, group_mb: float = 0.0) -> float:
+    """How long a local round of jobs must take for one more container to pay: a round
+    saved costs one invocation and the group's payload."""
+    return costs.invoke_ms + costs.transfer_ms_per_mb * group_mb
 
 
 def choose_isolation(app: App, requested: str | None) -> tuple[str, str]:
@@ -70,19 +87,25 @@ def _machines(state: Parallel | Map) -> tuple[Machine, ...]:
 
 
 def decide(state: Parallel | Map, vcpus: int, max_containers: int, parallel: str,
-           nested: bool) -> tuple[str, str]:
+           nested: bool, costs: HandoffCosts | None = None) -> tuple[str, str]:
     """A Parallel/Map state's placement and the reason for it.
 
     ``vcpus`` 0 means the container's own count, known only at run time.
     """
+    costs = costs or HandoffCosts()
     if parallel == PARALLEL_THREADS:
         return THREADS, "threads-only variant (-Th): parallel work shares the GIL"
     if not any(_calls_functions(m) for m in _machines(state)):
         return THREADS, ("its branches call no function: evaluating them on threads costs "
-                         f"less than forking (~{FORK_HANDOFF_MS:g} ms a process)")
+                         f"less than forking ({costs.fork_ms:g} ms a process)")
     budget = f"{vcpus} vCPUs" if vcpus else "the container's vCPUs (counted at run time)"
     local = (f"forked processes, at most {budget} at a time, results over pipes "
-             f"(~{FORK_HANDOFF_MS:g} ms a hand-off)")
+             f"({costs.fork_ms:g} ms a hand-off + {costs.pipe_ms_per_mb:g} ms per MB)")
+    remote = (f"one invocation ({costs.invoke_ms:g} ms + {costs.transfer_ms_per_mb:g} ms "
+              f"per MB of the group's input): another container pays when a round of "
+              f"these jobs takes over {break_even_round_ms(costs):g} ms plus the payload's "
+              f"share; the Orchestrator times the rounds and uses only the containers "
+              f"that pay")
     if max_containers <= 1:
         return PROCESSES, f"{local}; --max-containers 1: no spilling"
     if nested:
@@ -96,18 +119,18 @@ def decide(state: Parallel | Map, vcpus: int, max_containers: int, parallel: str
             containers = min(max_containers, math.ceil(width / vcpus))
             return CONTAINERS, (
                 f"{width} branches exceed {vcpus} vCPUs: groups of about "
-                f"{math.ceil(width / containers)} in {containers} containers, this one "
-                f"included; a remote group costs one invocation (~{INVOKE_HANDOFF_MS:g} ms "
-                f"warm) where a local branch beyond the vCPUs would wait a whole round")
+                f"{math.ceil(width / containers)} in up to {containers} containers, this "
+                f"one included, where a local branch beyond the vCPUs would wait a whole "
+                f"round; a remote group costs {remote}")
     return CONTAINERS, (
         f"{local}; when there are more jobs than {budget}, groups sized to a container's "
-        f"vCPUs go to copies of this action (at most {max_containers} containers in all, "
-        f"~{INVOKE_HANDOFF_MS:g} ms an invocation warm; payloads over the platform's limit "
-        f"through FAASTLANE_SPILL_STORE)")
+        f"vCPUs may go to copies of this action (at most {max_containers} containers in "
+        f"all; payloads over the platform's limit through FAASTLANE_SPILL_STORE); a "
+        f"remote group costs {remote}")
 
 
-def placements(workflow: Machine, vcpus: int, max_containers: int, parallel: str
-               ) -> dict[str, tuple[str, str]]:
+def placements(workflow: Machine, vcpus: int, max_containers: int, parallel: str,
+               costs: HandoffCosts | None = None) -> dict[str, tuple[str, str]]:
     """Plan key -> (placement, reason) for every Parallel and Map state."""
     keys = state_keys(workflow)
     decided: dict[str, tuple[str, str]] = {}
@@ -116,7 +139,7 @@ def placements(workflow: Machine, vcpus: int, max_containers: int, parallel: str
         for state in machine.states.values():
             if isinstance(state, (Parallel, Map)):
                 decided[keys[id(state)]] = decide(state, vcpus, max_containers, parallel,
-                                                  nested)
+                                                  nested, costs)
                 for inner in _machines(state):
                     visit(inner, True)
 
@@ -136,14 +159,14 @@ def make_options(app: App, isolation: str, vcpus: int | None, threads_only: bool
     parallel = PARALLEL_THREADS if threads_only else PARALLEL_PROCESSES
     containers = max_containers or 1
     decided = ({} if workflow is None
-               else placements(workflow, cpus, containers, parallel))
+               else placements(workflow, cpus, containers, parallel, load_costs()))
     return Options(isolation=isolation, parallel=parallel, processes_only=processes_only,
                    vcpus=cpus, max_containers=containers,
                    placements={key: where for key, (where, _) in decided.items()})
 
 
-def _describe(state: State, options: Options, decided: tuple[str, str] | None
-              ) -> dict[str, Any]:
+def _describe(state: State, options: Options, decided: tuple[str, str] | None,
+              costs: HandoffCosts) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": type(state).__name__}
     if isinstance(state, Task):
         entry["function"] = state.function
@@ -165,8 +188,9 @@ def _describe(state: State, options: Options, decided: tuple[str, str] | None
         entry["placement"], entry["reason"] = decided or (PROCESSES, "not planned")
         if entry["placement"] == CONTAINERS:
             entry["max_containers"] = options.max_containers
+            # The runtime reads these back (remote.py) to choose how many containers.
             entry["handoff"] = {
-                "process_ms": FORK_HANDOFF_MS, "invocation_ms": INVOKE_HANDOFF_MS,
+                **costs.to_json(), "break_even_round_ms": break_even_round_ms(costs),
                 "payload_limit_bytes": {"openwhisk": OPENWHISK_PAYLOAD_LIMIT,
                                         "lambda": LAMBDA_PAYLOAD_LIMIT}}
     else:
@@ -179,7 +203,9 @@ def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: s
               ) -> dict[str, Any]:
     """plan.json's content."""
     keys = state_keys(workflow)
-    decided = placements(workflow, options.vcpus, options.max_containers, options.parallel)
+    costs = load_costs()
+    decided = placements(workflow, options.vcpus, options.max_containers, options.parallel,
+                         costs)
     return {
         "workflow": app.name,
         "options": asdict(options),
@@ -189,6 +215,7 @@ def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: s
                              "untrusted": name in app.settings.untrusted,
                              "sensitive": name in app.settings.sensitive}
                       for name, spec in app.functions.items()},
-        "states": {keys[id(state)]: _describe(state, options, decided.get(keys[id(state)]))
+        "states": {keys[id(state)]: _describe(state, options, decided.get(keys[id(state)]),
+                                              costs)
                    for state in walk_states(workflow)},
     }

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from faastlane_profiler import cache, mpk, scaling
 
+from deploy.deploy_apps import FINRA
 from deploy.openwhisk_endpoint import OpenWhiskEndpoint
 from faastlane.runtime import cpus
 from integration.apps import faastlane
@@ -138,8 +139,23 @@ def test_profile_as_an_openwhisk_action(tmp_path: Path, controller: OpenWhiskEnd
                                         ) -> None:
     profile = profile_cli(tmp_path, "--target", "openwhisk", "--apihost", controller.url,
                           "--auth", AUTH)
-    put, post = controller.calls
+    put, post, *timed = controller.calls
     assert (put.method, put.path) == ("PUT", "/api/v1/namespaces/_/actions/faastlane-profiler")
     assert post.body == {"max_processes": 3, "target_seconds": 0.1}
     assert profile["target"].startswith("openwhisk/")
     assert 1 <= profile["vcpus"] <= 3
+    # Then the invocation hand-off: echo round trips of the probe, small and 256 KB.
+    assert timed and all(c.body["echo"] is True for c in timed)
+    assert {len(c.body["pad"]) for c in timed} == {0, 256_000}
+    assert set(profile["handoff"]) == {"fork_ms", "pipe_ms_per_mb", "invoke_ms",
+                                       "transfer_ms_per_mb"}
+    assert profile["handoff"]["invoke_ms"] > 0 and profile["handoff"]["fork_ms"] > 0
+    # The planner takes the invocation figures from this profile from now on.
+    out = tmp_path / "finra"
+    env = dict(os.environ, FAASTLANE_CACHE=str(tmp_path / "cache"))
+    done = faastlane("compose", str(FINRA), "-o", str(out), "--vcpus", "1",
+                     "--max-containers", "2", env=env)
+    assert done.code == 0, done.stderr
+    handoff = json.loads((out / "plan.json").read_text())["states"]["RunAuditRules"]["handoff"]
+    assert handoff["invoke_ms"] == profile["handoff"]["invoke_ms"]
+    assert handoff["sources"]["invoke_ms"].startswith(f"measured: profile {profile['target']}")

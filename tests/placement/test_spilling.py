@@ -24,6 +24,13 @@ from .spill_cli import deploy, group_calls, invoke
 ACTION = "_/finra"
 
 
+@pytest.fixture(autouse=True)
+def spill_as_planned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about how groups travel, not whether they pay (test_costs.py): the
+    containers (started later, inheriting this) spill as planned on every attempt."""
+    monkeypatch.setenv("FAASTLANE_SPILL", "always")
+
+
 def one_container(app: Path, payload: Any, tmp_path: Path) -> Any:
     """The same workflow run in one container (no spilling), for comparison."""
     source = tmp_path / "one.json"

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -208,6 +209,63 @@ def unpack_inputs(request: dict[str, Any], count: int) -> list[Any]:
     return list(request["inputs"])
 
 
+# --------------------------------------------------------------------- what pays
+
+SPILL_ENV = "FAASTLANE_SPILL"  # "auto" (default): only containers that pay; "always"
+ALWAYS = "always"
+# The plan written beside this package by `faastlane compose` (absent when run from source).
+PLAN_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "plan.json")
+DEFAULT_INVOKE_MS, DEFAULT_TRANSFER_MS_PER_MB = 40.0, 20.0  # profiler/costs.py's defaults
+_ROUND_MS: dict[str, float] = {}  # plan key -> ms one round of its jobs took here
+_HANDOFF: dict[str, dict[str, Any]] | None = None
+
+
+def plan_handoff(path: str = PLAN_FILE) -> dict[str, dict[str, Any]]:
+    """Plan key -> the measured hand-off costs plan.json recorded for that state."""
+    global _HANDOFF
+    if _HANDOFF is None or path != PLAN_FILE:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                states = json.load(handle).get("states", {})
+        except (OSError, ValueError):
+            states = {}
+        found = {k: v["handoff"] for k, v in states.items()
+                 if isinstance(v, dict) and isinstance(v.get("handoff"), dict)}
+        if path != PLAN_FILE:
+            return found
+        _HANDOFF = found
+    return _HANDOFF
+
+
+def choose_containers(count: int, workers: int, most: int, round_ms: float,
+                      handoff: dict[str, Any], group_bytes: Callable[[int], int]
+                      ) -> tuple[int, dict[int, float]]:
+    """How many containers (1..``most``) finish ``count`` jobs soonest, and the estimates.
+
+    One container: ``ceil(count / workers)`` rounds of ``round_ms``. ``c`` containers:
+    the rounds of a group of ``ceil(count / c)`` plus what sending a group costs, one
+    invocation and its input (``group_bytes(jobs)``) at the measured rate. Ties go to
+    fewer containers.
+    """
+    invoke_ms = float(handoff.get("invoke_ms", DEFAULT_INVOKE_MS))
+    per_mb = float(handoff.get("transfer_ms_per_mb", DEFAULT_TRANSFER_MS_PER_MB))
+    estimates = {1: math.ceil(count / workers) * round_ms}
+    for containers in range(2, most + 1):
+        jobs = math.ceil(count / containers)
+        estimates[containers] = (math.ceil(jobs / workers) * round_ms + invoke_ms
+                                 + per_mb * group_bytes(jobs) / 1e6)
+    best = min(estimates, key=lambda c: (estimates[c], c))
+    return best, {c: round(ms, 3) for c, ms in estimates.items()}
+
+
+def _learn(key: str, seconds: float, jobs: int, workers: int) -> None:
+    """Remember how long a round of this state's jobs takes in this container."""
+    measured = seconds * 1000 / max(1, math.ceil(jobs / max(1, workers)))
+    known = _ROUND_MS.get(key)
+    _ROUND_MS[key] = measured if known is None else (known + measured) / 2
+
+
 # --------------------------------------------------------------------- the spiller
 
 
@@ -253,24 +311,55 @@ class Spiller:
         containers = min(self.options.max_containers, math.ceil(wanted / workers))
         return split(count, math.ceil(count / containers), containers)
 
+    def worth_it(self, state: State, groups: list[list[int]], inputs: Sequence[Any],
+                 workers: int) -> list[list[int]]:
+        """The groups regrouped into as many containers as pay, by the plan's measured
+        costs and the time a round of this state's jobs took here before (until that is
+        known, or with FAASTLANE_SPILL=always, the groups stay as planned)."""
+        key = self.key_of(state)
+        round_ms = _ROUND_MS.get(key)
+        if os.environ.get(SPILL_ENV) == ALWAYS or round_ms is None:
+            return groups
+        count = len(inputs)
+        handoff = plan_handoff().get(key, {})
+        chosen, estimates = choose_containers(
+            count, workers, len(groups), round_ms, handoff,
+            lambda jobs: len(json.dumps(pack_inputs(inputs[:jobs]), separators=(",", ":"))))
+        trace.record(state=state.name, type="Placement", containers=chosen,
+                     round_ms=round(round_ms, 3), estimates_ms=estimates)
+        if chosen == len(groups):
+            return groups
+        return split(count, math.ceil(count / chosen), chosen)
+
     def run(self, execution: Execution, state: State, work: Sequence[Callable[[], Any]],
             inputs: Sequence[Any], groups: list[list[int]], workers: int,
             max_concurrency: int, describe: Callable[[int], str], stop_on_error: bool
             ) -> list[Outcome]:
-        """Run the first group here and the others in copies of this action."""
+        """Run the first group here and the others in copies of this action (when the
+        measured costs say more containers pay; else all of it here)."""
         count = len(work)
-        local = groups[0]
+        groups = self.worth_it(state, groups, inputs, workers)
+        key = self.key_of(state)
         # MaxConcurrency holds for all containers together: each gets its share of it.
         share = math.ceil(max_concurrency / len(groups)) if max_concurrency > 0 else 0
+        local_workers = min(workers, share) if share else workers
+        if len(groups) == 1:
+            began = time.monotonic()
+            outcomes = run_forked(work, local_workers, describe=describe,
+                                  stop_on_error=stop_on_error, deadline=execution.deadline)
+            _learn(key, time.monotonic() - began, count, local_workers)
+            return outcomes
+        local = groups[0]
 
-        def local_group() -> list[dict[str, Any]]:
-            outcomes = run_forked([work[i] for i in local],
-                                  min(workers, share) if share else workers,
+        def local_group() -> dict[str, Any]:
+            began = time.monotonic()
+            outcomes = run_forked([work[i] for i in local], local_workers,
                                   describe=lambda k: describe(local[k]),
                                   stop_on_error=stop_on_error, deadline=execution.deadline)
             for outcome in outcomes:
                 trace.extend(outcome.records)
-            return _group_answer(outcomes, stop_on_error)
+            return {"outcomes": _group_answer(outcomes, stop_on_error),
+                    "seconds": time.monotonic() - began}
 
         def remote_group(jobs: list[int]) -> Callable[[], list[dict[str, Any]]]:
             return lambda: self._invoke(execution, state, jobs, inputs, share,
@@ -282,6 +371,10 @@ class Spiller:
                              describe=lambda g: f"the group of {describe(groups[g][0])} "
                                                 f"and {len(groups[g]) - 1} more")
         merged: list[Outcome | None] = [None] * count
+        here = answers[0].value if answers else None
+        if isinstance(here, dict):  # the local group: its outcomes and how long it took
+            _learn(key, here["seconds"], len(local), local_workers)
+            answers[0] = replace(answers[0], value=here["outcomes"])
         for group, answer in zip(groups, answers, strict=False):
             trace.extend(answer.records)
             if answer.error is not None:

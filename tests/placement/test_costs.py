@@ -1,0 +1,152 @@
+"""Measured hand-off costs: the profiler's figures, the planner's use of them in
+plan.json, and the Orchestrator choosing how many containers pay from them and from the
+time a round of jobs took in its container."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from faastlane_profiler import costs, handoff
+
+from deploy.deploy_apps import FINRA
+from deploy.openwhisk_endpoint import OpenWhiskEndpoint, clean_env
+from faastlane.runtime.remote import choose_containers, plan_handoff
+from integration.apps import chain, faastlane, task, write_app
+
+from .spill_cli import AUTH, group_calls, invoke
+
+NOW = 1_795_000_000.0
+
+
+def profile(target: str, when: float, **figures: float) -> tuple[str, dict[str, Any]]:
+    return target, {"measured_at": when, "vcpus": 2, "handoff": figures}
+
+
+def test_costs_default_when_nothing_was_profiled() -> None:
+    loaded = costs.load({})
+    assert (loaded.fork_ms, loaded.invoke_ms) == (costs.DEFAULTS["fork_ms"],
+                                                  costs.DEFAULTS["invoke_ms"])
+    assert set(loaded.sources.values()) == {"default"}
+
+
+def test_costs_come_from_the_newest_profile_that_measured_each_figure() -> None:
+    loaded = costs.load(dict([
+        profile("local@default", NOW, fork_ms=2.5, pipe_ms_per_mb=8.0,
+                invoke_ms=1.0),  # a local profile never sets invocation costs
+        profile("openwhisk/http://x/_/faastlane-profiler@default", NOW - 60, fork_ms=9.0,
+                pipe_ms_per_mb=9.0, invoke_ms=12.0, transfer_ms_per_mb=30.0),
+        profile("lambda/us-east-1/p@1024", NOW - 3600, invoke_ms=80.0),
+    ]))
+    assert (loaded.fork_ms, loaded.pipe_ms_per_mb) == (2.5, 8.0)  # the newest
+    assert (loaded.invoke_ms, loaded.transfer_ms_per_mb) == (12.0, 30.0)
+    assert loaded.sources["fork_ms"].startswith("measured: profile local@default")
+    assert loaded.sources["invoke_ms"].startswith("measured: profile openwhisk/")
+    only_lambda = costs.load(dict([profile("lambda/us-east-1/p@1024", NOW, invoke_ms=80.0),
+                                   profile("openwhisk/x@default", NOW + 1, invoke_ms=5.0)]),
+                             platform="lambda")
+    assert only_lambda.invoke_ms == 80.0
+
+
+def test_fork_costs_are_measured_here() -> None:
+    measured = handoff.measure_fork(rounds=3)
+    assert measured["fork_ms"] > 0 and measured["pipe_ms_per_mb"] >= 0
+
+
+@pytest.mark.parametrize("count, round_ms, invoke_ms, per_mb, expected", [
+    (16, 500.0, 40.0, 20.0, 4),   # long rounds: every container pays
+    (16, 5.0, 40.0, 20.0, 1),     # a round is cheaper than an invocation: stay here
+    (6, 100.0, 40.0, 20.0, 3),    # 3 containers run 6 jobs in one round; a 4th adds nothing
+    (16, 500.0, 40.0, 1e6, 1),    # the payload costs more than the rounds saved
+])
+def test_containers_are_the_cheapest_estimate(count: int, round_ms: float, invoke_ms: float,
+                                              per_mb: float, expected: int) -> None:
+    chosen, estimates = choose_containers(
+        count, 2, 4, round_ms, {"invoke_ms": invoke_ms, "transfer_ms_per_mb": per_mb},
+        lambda jobs: 1000 * jobs)
+    assert chosen == expected
+    assert estimates[1] == -(-count // 2) * round_ms
+    assert min(estimates.values()) == estimates[chosen]
+
+
+def fake_profiles(tmp_path: Path, **figures: float) -> dict[str, str]:
+    """An environment whose profile cache holds these measured hand-off figures."""
+    cache = tmp_path / "cache"
+    cache.mkdir(exist_ok=True)
+    (cache / "profiles.json").write_text(json.dumps(dict([
+        profile("openwhisk/test@default", NOW, fork_ms=1.0, pipe_ms_per_mb=5.0, **figures)])))
+    return clean_env(tmp_path, FAASTLANE_CACHE=str(cache))
+
+
+def test_plan_shows_the_measured_costs_and_where_they_came_from(tmp_path: Path) -> None:
+    env = fake_profiles(tmp_path, invoke_ms=12.5, transfer_ms_per_mb=33.0)
+    out = tmp_path / "finra"
+    done = faastlane("compose", str(FINRA), "-o", str(out), "--vcpus", "1",
+                     "--max-containers", "4", env=env)
+    assert done.code == 0, done.stderr
+    state = json.loads((out / "plan.json").read_text())["states"]["RunAuditRules"]
+    assert state["handoff"]["invoke_ms"] == 12.5
+    assert state["handoff"]["transfer_ms_per_mb"] == 33.0
+    assert state["handoff"]["fork_ms"] == 1.0
+    assert state["handoff"]["sources"]["invoke_ms"].startswith(
+        "measured: profile openwhisk/test@default")
+    assert "12.5 ms + 33 ms per MB" in state["reason"]
+    assert plan_handoff(str(out / "plan.json"))["RunAuditRules"]["invoke_ms"] == 12.5
+
+
+WORK = """
+import time
+
+def handler(event, context):
+    time.sleep(event.get("sleep", 0))
+    return event["n"]
+"""
+
+
+def deploy_map(controller: OpenWhiskEndpoint, tmp_path: Path, env: dict[str, str]) -> None:
+    workflow = chain(("Each", {"Type": "Map", "ItemsPath": "$.items",
+                               "ItemSelector": {"n.$": "$$.Map.Item.Value",
+                                                "sleep.$": "$.sleep"},
+                               "ItemProcessor": chain(("Work", task("work"))), "End": True}))
+    app = write_app(tmp_path / "map", workflow, {"work": WORK})
+    done = faastlane("deploy", str(app), "--target", "openwhisk", "--apihost", controller.url,
+                     "--auth", AUTH, "--name", "map", "--vcpus", "1", "--max-containers",
+                     "2", env=env)
+    assert done.code == 0, done.stderr
+
+
+def test_once_rounds_are_timed_a_container_that_does_not_pay_is_not_used(
+        controller: OpenWhiskEndpoint, tmp_path: Path) -> None:
+    # An invocation measured at a minute: no round of these jobs is worth one.
+    deploy_map(controller, tmp_path, fake_profiles(tmp_path, invoke_ms=60_000.0))
+    payload = {"items": list(range(6)), "sleep": 0}
+    for calls in (1, 1, 1):  # the first execution spills as planned and times its rounds
+        code, output = invoke(controller, "map", tmp_path, payload)
+        assert code == 0 and output["output"] == list(range(6)), output
+        assert len(group_calls(controller)) == calls
+
+
+def test_once_rounds_are_timed_a_container_that_pays_keeps_being_used(
+        controller: OpenWhiskEndpoint, tmp_path: Path) -> None:
+    # Invocations measured at a microsecond: any round is worth another container.
+    deploy_map(controller, tmp_path, fake_profiles(tmp_path, invoke_ms=0.001,
+                                                   transfer_ms_per_mb=0.0))
+    payload = {"items": list(range(4)), "sleep": 0.05}
+    for calls in (1, 2, 3):
+        code, output = invoke(controller, "map", tmp_path, payload)
+        assert code == 0 and output["output"] == list(range(4)), output
+        assert len(group_calls(controller)) == calls
+
+
+def test_spill_always_follows_the_plan(controller: OpenWhiskEndpoint, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAASTLANE_SPILL", "always")  # the containers inherit it
+    deploy_map(controller, tmp_path, fake_profiles(tmp_path, invoke_ms=60_000.0))
+    for calls in (1, 2):
+        code, output = invoke(controller, "map", tmp_path, {"items": [1, 2], "sleep": 0})
+        assert code == 0, output
+        assert len(group_calls(controller)) == calls
+    assert os.environ["FAASTLANE_SPILL"] == "always"
