@@ -17,7 +17,9 @@ from .deploy_apps import FINRA, write_small_app
 from .deploy_servers import ActionServer, start_action_server, stop
 from .server_fixtures import (  # noqa: F401  (pytest fixtures, registered by importing)
     action_server_processes,
+    blackbox_containers,
     built_runtime_image,
+    local_image_registry,
     moto_server,
     runtime_containers,
 )

@@ -112,3 +112,21 @@ def build_runtime_image() -> str:
     if done.returncode != 0:
         raise RuntimeError("docker/build.sh runtime failed:\n" + done.stderr)
     return done.stdout.strip().splitlines()[-1]
+
+
+def start_local_registry(storage: Path) -> tuple[subprocess.Popen, str]:
+    """A local image registry (docker/local-registry.sh: Debian's docker-registry) on a
+    free 127.0.0.1 port; its address, for ``--registry``."""
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    process = subprocess.Popen([str(ROOT / "docker" / "local-registry.sh"), address,
+                                str(storage)], stdout=subprocess.DEVNULL,
+                               stderr=(storage.parent / "registry.log").open("wb"))
+    wait_for_port(port, process, timeout=300)  # the first run may apt-get install it
+    return process, address
+
+
+def registry_qualified(image: str) -> bool:
+    """Whether an image name starts with a registry host (``127.0.0.1:5000/app:1``)."""
+    first = image.split("/", 1)[0]
+    return "/" in image and ("." in first or ":" in first or first == "localhost")

@@ -13,7 +13,9 @@ endpoint implements the part of the documented REST API that ``faastlane deploy`
     when the action is annotated ``provide-api-key``), answering the result, or ``502``
     with it when it holds ``error``; ``404`` for an unknown action. Concurrent
     activations get containers of their own, as the invoker gives them (an action
-    that invokes itself needs that).
+    that invokes itself needs that). A Docker action (``exec.kind`` ``blackbox``) runs
+    in a container of its ``exec.image``, made by the ``images`` factory, which pulls
+    the image by name first as the invoker does.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Recorded:
 class OpenWhiskEndpoint:
     auth: str
     container: Callable[[], ActionServer]  # a fresh action container per action
+    images: Callable[[str], ActionServer] | None = None  # a container of a blackbox image
     calls: list[Recorded] = field(default_factory=list)
     actions: dict[str, dict[str, Any]] = field(default_factory=dict)
     warm: dict[str, list[ActionServer]] = field(default_factory=dict)  # every container
@@ -92,7 +95,8 @@ class OpenWhiskEndpoint:
             self.warm.pop(key, None)
             self.idle.pop(key, None)
             stored = {k: v for k, v in self.actions[key].items() if k != "exec"}
-            return 200, dict(stored, exec={"kind": call.body["exec"]["kind"], "binary": True})
+            exec_ = {k: v for k, v in call.body["exec"].items() if k in ("kind", "image")}
+            return 200, dict(stored, exec=dict(exec_, binary=True))
         if call.method == "POST":
             if key not in self.actions:
                 return 404, {"error": "The requested resource does not exist."}
@@ -105,8 +109,13 @@ class OpenWhiskEndpoint:
             idle = self.idle.setdefault(key, [])
             if idle:
                 return idle.pop(), None
-        container = self.container()
         exec_ = self.actions[key]["exec"]
+        if exec_["kind"] == "blackbox":
+            if self.images is None:
+                return None, "this endpoint runs no Docker actions"
+            container = self.images(exec_["image"])
+        else:
+            container = self.container()
         status, answer = container.init({"value": {
             "main": exec_.get("main", "main"), "code": exec_["code"],
             "binary": exec_.get("binary", False), "env": {"__OW_API_HOST": self.url}}})

@@ -3,7 +3,8 @@ containers (as processes on this machine's Python, or as runtime-image container
 Docker) and moto's server.
 
 A conftest takes them by importing them; tests ask for them by their fixture names
-(``action_servers``, ``runtime_image``, ``containers``, ``moto``). Docker
+(``action_servers``, ``runtime_image``, ``containers``, ``image_containers``,
+``local_registry``, ``moto``). Docker
 fixtures need a running engine: ``runtime_image`` runs ``docker/ensure-dockerd.sh``
 (installs docker.io, starts dockerd) and builds the runtime image (cached by input
 hash); if that is impossible the tests fail, they never skip.
@@ -23,7 +24,9 @@ from .deploy_servers import (
     build_runtime_image,
     ensure_docker,
     free_port,
+    registry_qualified,
     start_action_server,
+    start_local_registry,
     start_moto_server,
     stop,
     wait_for_port,
@@ -81,6 +84,46 @@ def runtime_containers(runtime_image: str) -> Iterator[Containers]:
     yield make
     for container in started:
         subprocess.run(["docker", "rm", "-f", container], capture_output=True)
+
+
+@pytest.fixture(name="image_containers")
+def blackbox_containers(runtime_image: str) -> Iterator[Callable[[str], ActionServer]]:
+    """A factory of action containers of any image whose entry point is an action server
+    (a Docker action's image), as OpenWhisk's invoker makes them: the image pulled by
+    name first when the name has a registry, then run (host network, 127.0.0.1 only)."""
+    started: list[str] = []
+    lock = threading.Lock()
+
+    def make(image: str) -> ActionServer:
+        if registry_qualified(image):
+            with lock:  # one pull at a time, as concurrent activations may ask at once
+                subprocess.run(["docker", "pull", "-q", image], capture_output=True,
+                               text=True, check=True)
+        port = free_port()
+        container = subprocess.run(
+            ["docker", "run", "-d", "--rm", "--network", "host", image,
+             "--host", "127.0.0.1", "--port", str(port)],
+            capture_output=True, text=True, check=True).stdout.strip()
+        started.append(container)
+        wait_for_port(port, timeout=120)
+        return ActionServer(f"http://127.0.0.1:{port}")
+
+    yield make
+    for container in started:
+        subprocess.run(["docker", "rm", "-f", container], capture_output=True)
+
+
+@pytest.fixture(scope="session", name="local_registry")
+def local_image_registry(runtime_image: str, tmp_path_factory: pytest.TempPathFactory
+                         ) -> Iterator[str]:
+    """A local registry (Debian's docker-registry) on 127.0.0.1: its address. Asks for
+    the runtime image first, so the Docker engine is up for the pushes."""
+    try:
+        process, address = start_local_registry(tmp_path_factory.mktemp("registry") / "data")
+    except RuntimeError as err:
+        pytest.fail(f"the local registry did not start: {err}", pytrace=False)
+    yield address
+    stop(process)
 
 
 @pytest.fixture(scope="session", name="moto")
