@@ -29,11 +29,12 @@ class FaastlaneSystem:
         action = os.path.join(self.folder, "action")
         write_action(prepare(spec["app"], **spec.get("planning", {})), action)
         sys.path.insert(0, action)
-        self.orchestrator = importlib.import_module("orchestrator").ORCHESTRATOR
         self.trace = importlib.import_module("faastlane_runtime.trace")
         # Only the functions use botocore in this process: every call is external. Spans
         # go into the trace, which carries them back from forked functions and branches.
+        # Installed before the action loads: its warm pool workers fork at load time.
         external_calls.install(always=True, sink=self._external)
+        self.orchestrator = importlib.import_module("orchestrator").ORCHESTRATOR
 
     def _external(self, start: float, end: float) -> None:
         self.trace.record(type="External", start=start, end=end)
