@@ -28,11 +28,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from .errors import StatesError
 from .functions import EXIT_ERROR
-from .object_store import aws_endpoint, aws_region
+from .object_store import aws_endpoint, aws_region, opener
 from .sigv4 import Credentials, sign
 
 TOO_MANY_REQUESTS = "Lambda.TooManyRequestsException"
@@ -68,7 +69,7 @@ def _status_error(status: int, what: str, detail: str) -> StatesError:
 def _send(request: urllib.request.Request, timeout: float | None, what: str
           ) -> tuple[int, dict[str, str], bytes]:
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with opener().open(request, timeout=timeout) as response:
             return response.status, dict(response.headers.items()), response.read()
     except urllib.error.HTTPError as err:
         return err.code, dict(err.headers.items()), err.read()
@@ -91,6 +92,7 @@ class OpenWhiskInvoker:
         self.namespace, self.action = parts[0], "/".join(parts[1:])
         token = base64.b64encode(api_key.encode()).decode("ascii")
         self.headers = {"Authorization": f"Basic {token}", "Content-Type": "application/json"}
+        opener()  # now, before the Orchestrator forks the children that invoke
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> OpenWhiskInvoker | None:
@@ -153,6 +155,7 @@ class LambdaInvoker:
         self.region = region
         self.endpoint = endpoint
         self.credentials = credentials
+        opener()  # now, before the Orchestrator forks the children that invoke
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> LambdaInvoker | None:
