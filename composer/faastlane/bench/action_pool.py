@@ -64,13 +64,15 @@ def function_zip(app_root: str, spec: FunctionSpec) -> bytes:
 class ActionProcess:
     """One action server (one "container") on a loopback port."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, cpus: set[int] | None = None) -> None:
         self.log_path = os.path.join(root, f"server-{uuid.uuid4().hex[:8]}.log")
         self.log = open(self.log_path, "w+", encoding="utf-8")
+        # ``cpus``: the container's cpuset (the server and its launcher child inherit it).
         self.process = subprocess.Popen(
             [sys.executable, "-m", "faastlane.runtime.action_server", "--host", "127.0.0.1",
              "--port", "0", "--root", root],
-            stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
+            stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL,
+            preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus))
         self.port = self._wait_for_port()
         self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
         self.connection.connect()
@@ -129,13 +131,16 @@ class ActionProcess:
 class ActionPool:
     """Warm action servers for every function of an app, ``size`` per function."""
 
-    def __init__(self, app_path: str, size: int) -> None:
+    def __init__(self, app_path: str, size: int,
+                 cpu_sets: list[set[int]] | None = None) -> None:
+        """``cpu_sets``: the i-th container of each function gets the i-th set (cycling)."""
         app = load_app(app_path)
+        self.cpu_sets = cpu_sets
         self.root = tempfile.mkdtemp(prefix="faastlane-bench-actions-")
         self.free: dict[str, queue.Queue[ActionProcess]] = {}
         self.servers: list[ActionProcess] = []
-        jobs = [(name, spec) for name, spec in sorted(app.functions.items())
-                for _ in range(size)]
+        jobs = [(name, spec, index) for name, spec in sorted(app.functions.items())
+                for index in range(size)]
         with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
             futures = [pool.submit(self._start, app.root, *job) for job in jobs]
         failures = [f.exception() for f in futures if f.exception() is not None]
@@ -143,8 +148,9 @@ class ActionPool:
             self.close()
             raise failures[0]  # type: ignore[misc]
 
-    def _start(self, app_root: str, name: str, spec: FunctionSpec) -> None:
-        server = ActionProcess(self.root)
+    def _start(self, app_root: str, name: str, spec: FunctionSpec, index: int) -> None:
+        cpus = self.cpu_sets[index % len(self.cpu_sets)] if self.cpu_sets else None
+        server = ActionProcess(self.root, cpus)
         self.servers.append(server)  # list.append is atomic: stopped on any failure
         server.init(function_zip(app_root, spec))
         self.free.setdefault(name, queue.Queue()).put(server)

@@ -32,6 +32,10 @@ def register(commands: Any) -> None:
     bench.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     bench.add_argument("--from-results", type=Path, metavar="FILE",
                        help="run nothing: redo the tables, cost and plots of a results.json")
+    bench.add_argument("--placement", action="store_true",
+                       help="only the placement figure (Fig. 9): FINRA 50-200 rules x vCPUs "
+                            "per container, spilling to extra containers vs one container "
+                            f"per function (default output {DEFAULT_RESULTS}/placement)")
 
     cost = commands.add_parser(
         "cost", help="dollar cost per execution: Step Functions vs one Faastlane Lambda",
@@ -48,10 +52,37 @@ def register(commands: Any) -> None:
     cost.add_argument("--json", action="store_true", help="print the rows as JSON")
 
 
+def cmd_placement(args: argparse.Namespace) -> int:
+    """``faastlane bench --placement``: the placement figure only."""
+    import tempfile
+
+    from . import placement
+
+    config = placement.Config.quick_run() if args.quick else placement.Config()
+    if args.rounds:
+        config = placement.Config(**{**config.__dict__, "rounds": args.rounds})
+    output = args.output or (Path(tempfile.mkdtemp(prefix="faastlane-bench-placement-"))
+                             if args.quick else DEFAULT_RESULTS / "placement")
+    document = (json.loads(args.from_results.read_text(encoding="utf-8"))
+                if args.from_results else placement.run(config))
+    for path in placement.write(document, output, plots=not args.no_plots):
+        print(path)
+    differ = [f"{p['rules']} rules/{p['vcpus']} vCPU {name}" for p in document["points"]
+              for name, s in p["systems"].items()
+              if not s["checks"]["matches_reference"] or s["checks"]["matches_expected"] is False]
+    if differ:
+        sys.stderr.write(f"faastlane: outputs differ: {', '.join(differ)}\n")
+        return 1
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     import tempfile
 
     from . import cost, harness, plots, report
+
+    if args.placement:
+        return cmd_placement(args)
 
     config = harness.Config.quick_run() if args.quick else harness.Config()
     if args.rounds:

@@ -80,7 +80,8 @@ class OpenWhiskSystem:
         self.name = composition.app.name
         self.workflow = composition.workflow
         self.no_functions = FunctionRegistry(composition.app.root, {})
-        self.pool = ActionPool(spec["app"], spec["pool_size"])
+        cpu_sets = [set(c) for c in spec["cpu_sets"]] if spec.get("cpu_sets") else None
+        self.pool = ActionPool(spec["app"], spec["pool_size"], cpu_sets)
         self.store = claimcheck.S3Store()
 
     def run(self, execution_input: Any, traced: bool) -> RunResult:

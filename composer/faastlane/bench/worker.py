@@ -64,6 +64,9 @@ def build_system(spec: dict[str, Any]) -> System:
     if kind == "openwhisk":
         from .openwhisk_baseline import OpenWhiskSystem
         return OpenWhiskSystem(spec)
+    if kind == "faastlane-containers":
+        from .spill_platform import SpillingSystem
+        return SpillingSystem(spec)
     if kind == "stepfunctions":
         from .stepfunctions_baseline import StepFunctionsSystem
         return StepFunctionsSystem(spec)
