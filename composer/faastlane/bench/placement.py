@@ -23,6 +23,7 @@ bench/results/placement/README.md for why not Docker containers for the sweep.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -34,9 +35,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..runtime.invokers import OpenWhiskInvoker
 from . import machine, stats
+from .action_pool import ActionProcess
 from .catalogue import EXAMPLES, REPOSITORY, comparable, contains, cpu_count
 from .harness import Progress
+from .spill_platform import AUTH, Controller
 from .worker import RunResult, WorkerClient
 
 FINRA = EXAMPLES / "finra"
@@ -122,14 +126,59 @@ def _summary(samples: list[RunResult]) -> dict[str, Any]:
             "remote_groups_median": stats.median([r.states for r in samples])}
 
 
+def profile_platform(vcpus: int, scratch: Path) -> dict[str, Any]:
+    """The profiler's probe in one such container behind the same REST front: the fork
+    costs measured inside it, the invocation costs measured through the front (what the
+    planner reads from the profile cache; ``faastlane profile --target openwhisk``)."""
+    from faastlane_profiler import handoff, targets
+
+    container = ActionProcess(str(scratch), set(cpu_sets(vcpus, 1)[0]))
+    controller = Controller([container])
+    try:
+        code = base64.b64encode(targets.probe_zip(str(scratch))).decode()
+        status, body = container.post("/init", {"value": {"main": "main", "binary": True,
+                                                          "code": code}})
+        if status != 200:
+            raise RuntimeError(f"the probe's /init failed ({status}): {body}")
+
+        # The Orchestrator's own way of invoking an action: its invoker, over HTTP.
+        invoker = OpenWhiskInvoker(controller.url, AUTH, f"/_/{targets.ACTION_NAME}")
+
+        def call(params: dict[str, Any]) -> Any:
+            return invoker.invoke(params, 120)
+
+        profile = call({"max_processes": vcpus + 1, "target_seconds": 0.05})
+        profile["handoff"].update(handoff.measure_invoke(call))
+    finally:
+        controller.close()
+        container.stop()
+    return profile
+
+
+def profile_cache(vcpus: int, scratch: Path) -> tuple[str, dict[str, Any]]:
+    """A profile cache holding this platform's measured profile: the folder for
+    FAASTLANE_CACHE, and the profile."""
+    measured = profile_platform(vcpus, scratch)
+    folder = scratch / f"cache-{vcpus}"
+    folder.mkdir(exist_ok=True)
+    key = f"openwhisk/bench-{vcpus}vcpu@default"
+    (folder / "profiles.json").write_text(json.dumps({key: measured}), encoding="utf-8")
+    return str(folder), measured
+
+
 def run_vcpus(vcpus: int, config: Config, inputs: dict[str, str], progress: Progress,
-              log: TextIO) -> list[dict[str, Any]]:
-    """Every rule count on every system for one vCPU count (workers started once)."""
+              log: TextIO, scratch: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every rule count on every system for one vCPU count (workers started once); and
+    the platform's profile the Faastlane actions were planned with."""
     workers: dict[str, WorkerClient] = {}
+    progress.say(f"{vcpus} vCPU: profiling a container (vCPUs, fork and invocation costs)")
+    cache, profile = profile_cache(vcpus, scratch)
+    progress.say(f"{vcpus} vCPU: hand-off costs {profile['handoff']}")
+    env = dict(os.environ, FAASTLANE_CACHE=cache)
     try:
         for name, spec in systems(vcpus, config).items():
             progress.say(f"{vcpus} vCPU: starting {name}")
-            workers[name] = WorkerClient({**spec, "inputs": inputs}, log)
+            workers[name] = WorkerClient({**spec, "inputs": inputs}, log, env=env)
         points = []
         for rules in config.rules:
             key = f"finra-{rules}"
@@ -152,7 +201,7 @@ def run_vcpus(vcpus: int, config: Config, inputs: dict[str, str], progress: Prog
                                                        systems(vcpus, config)[name].items()
                                                        if k != "app"}}
                                        for name, s in samples.items()}})
-        return points
+        return points, profile
     finally:
         for worker in workers.values():
             worker.close()
@@ -179,8 +228,11 @@ def run(config: Config, progress_stream: TextIO = sys.stderr) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="faastlane-bench-placement-") as scratch, \
             open(Path(scratch) / "workers.log", "w", encoding="utf-8") as log:
         inputs = write_inputs(Path(scratch), config.rules)
+        document["profiles"] = {}
         for vcpus in config.vcpus:
-            document["points"] += run_vcpus(vcpus, config, inputs, progress, log)
+            points, profile = run_vcpus(vcpus, config, inputs, progress, log, Path(scratch))
+            document["points"] += points
+            document["profiles"][str(vcpus)] = profile
     document["duration_s"] = (datetime.now(UTC) - began).total_seconds()
     document["machine"]["load_average_at_end"] = list(os.getloadavg())
     progress.say(f"done in {document['duration_s']:.0f} s")
@@ -232,6 +284,12 @@ def markdown(document: dict[str, Any]) -> str:
                 cells.append(cell)
             lines.append(f"| {point['rules']} | " + " | ".join(cells) + " |")
         lines.append("")
+    for vcpus, profile in sorted(document.get("profiles", {}).items()):
+        handoff = profile.get("handoff", {})
+        lines += [f"Measured hand-off costs in a {vcpus}-vCPU container (what the auto "
+                  f"system's plan used): " + ", ".join(f"{k} {v:g}" for k, v in
+                                                      sorted(handoff.items())) +
+                  f"; profiler's vCPUs {profile.get('vcpus')}.", ""]
     lines += ["## Noise", "", "Relative difference between the medians of the first and "
               "second half of each point's rounds (same system, same input):", ""]
     spreads = [abs(a - b) / min(a, b) * 100
