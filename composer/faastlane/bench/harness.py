@@ -15,21 +15,32 @@ imported, containers initialised). Then:
 from __future__ import annotations
 
 import json
-import os
 import math
+import os
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from . import machine, procstats, stats
-from .catalogue import (BASELINE_OPENWHISK, CHAIN_PAYLOADS, FAASTLANE_NS, SystemSpec,
-                        Workload, comparable, contains, cpu_count, example_workloads,
-                        finra_scalability, handoff_workloads, systems_for)
+from .catalogue import (
+    BASELINE_OPENWHISK,
+    CHAIN_PAYLOADS,
+    FAASTLANE_NS,
+    SystemSpec,
+    Workload,
+    comparable,
+    contains,
+    cpu_count,
+    example_workloads,
+    finra_scalability,
+    handoff_workloads,
+    systems_for,
+)
 from .local_aws import local_aws
 from .timeline import breakdown, group_handoffs, handoffs
 from .worker import RunResult, WorkerClient
@@ -49,8 +60,9 @@ class Config:
     quick: bool = False
 
     @classmethod
-    def quick_run(cls) -> "Config":
-        return cls(rounds=2, scalability_rounds=0, handoff_rounds=2, warmup=1,
+    def quick_run(cls) -> Config:
+        # The output check is the only warm-up: a smoke run measures nothing.
+        return cls(rounds=2, scalability_rounds=0, handoff_rounds=2, warmup=0,
                    slow_rounds=2, throughput_seconds=-1.0, pool_size=1, quick=True)
 
 
@@ -188,18 +200,20 @@ def _summarise(run: SystemRun) -> dict[str, Any]:
 
 def run_workload(workload: Workload, systems: list[SystemSpec], config: Config,
                  rounds: int, progress: Progress, log: TextIO,
-                 throughput: bool) -> dict[str, Any]:
+                 throughput: bool, started: list[SystemRun] | None = None
+                 ) -> dict[str, Any]:
+    """One workload on ``systems`` (``started``: their workers, if already running)."""
     progress.say(f"{workload.name}: starting {len(systems)} systems")
-    runs: list[SystemRun] = []
+    runs: list[SystemRun] = list(started or [])
     try:
-        for spec in systems:
-            runs.append(SystemRun(spec, workload, config, log))
+        if started is None:
+            runs += _start_all(systems, workload, config, log)
         caps = {}
         for run in runs:
             began = time.perf_counter()
             for _ in range(config.warmup):
                 run.worker.run("main", traced=False)
-            slow = (time.perf_counter() - began) / config.warmup > config.slow_seconds
+            slow = (time.perf_counter() - began) / max(1, config.warmup) > config.slow_seconds
             # A slow system gets fewer rounds (the first ones, still interleaved).
             caps[run.spec.name] = min(rounds, config.slow_rounds) if slow else rounds
         _check_outputs(runs, workload)
@@ -231,8 +245,26 @@ def run_workload(workload: Workload, systems: list[SystemSpec], config: Config,
                 "app": Path(workload.app).name, "rounds": rounds,
                 "systems": {run.spec.name: _summarise(run) for run in runs}}
     finally:
-        for run in runs:
-            run.close()
+        _close_all(runs)
+
+
+def _start_all(systems: list[SystemSpec], workload: Workload, config: Config,
+               log: TextIO) -> list[SystemRun]:
+    """Start every system's worker at once: start-up (imports, model training, action
+    servers) is not measured and mostly waits, so it need not be serial."""
+    with ThreadPoolExecutor(max_workers=max(1, len(systems))) as starter:
+        futures = [starter.submit(SystemRun, spec, workload, config, log) for spec in systems]
+    started = [f.result() for f in futures if f.exception() is None]
+    failure = next((f.exception() for f in futures if f.exception() is not None), None)
+    if failure is not None:
+        _close_all(started)
+        raise failure
+    return started
+
+
+def _close_all(runs: list[SystemRun]) -> None:
+    with ThreadPoolExecutor(max_workers=max(1, len(runs))) as closer:
+        list(closer.map(SystemRun.close, runs))
 
 
 def plan_workloads(config: Config, scratch: Path, only: list[str] | None
@@ -261,18 +293,33 @@ def run(config: Config, only: list[str] | None = None,
         log_path: str | None = None) -> dict[str, Any]:
     """Run the whole benchmark; the results document (see report.py)."""
     progress = Progress(progress_stream)
-    began = datetime.now(timezone.utc)
+    began = datetime.now(UTC)
     document: dict[str, Any] = {"machine": machine.describe(), "config": asdict(config),
                                 "started": began.isoformat(timespec="seconds"),
                                 "workloads": []}
     with tempfile.TemporaryDirectory(prefix="faastlane-bench-") as scratch, \
             open(log_path or Path(scratch) / "workers.log", "w", encoding="utf-8") as log, \
             local_aws():
-        for workload, systems, rounds, throughput in plan_workloads(config, Path(scratch),
-                                                                    only):
-            document["workloads"].append(
-                run_workload(workload, systems, config, rounds, progress, log, throughput))
-    document["duration_s"] = (datetime.now(timezone.utc) - began).total_seconds()
+        planned = plan_workloads(config, Path(scratch), only)
+        # A smoke run starts the next workload's systems while this one runs: nothing
+        # is measured, and start-up is most of a smoke run's time.
+        with ThreadPoolExecutor(max_workers=1) as ahead:
+            upcoming: Future[list[SystemRun]] | None = None
+            try:
+                for index, (workload, systems, rounds, throughput) in enumerate(planned):
+                    started = None if upcoming is None else upcoming.result()
+                    upcoming = None
+                    if config.quick and index + 1 < len(planned):
+                        following = planned[index + 1]
+                        upcoming = ahead.submit(_start_all, following[1], following[0],
+                                                config, log)
+                    document["workloads"].append(run_workload(
+                        workload, systems, config, rounds, progress, log, throughput,
+                        started))
+            finally:
+                if upcoming is not None and upcoming.exception() is None:
+                    _close_all(upcoming.result())
+    document["duration_s"] = (datetime.now(UTC) - began).total_seconds()
     document["machine"]["load_average_at_end"] = list(os.getloadavg())
     progress.say(f"done in {document['duration_s']:.0f} s")
     return document
