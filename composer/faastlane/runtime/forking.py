@@ -3,7 +3,9 @@
 Parallel branches and Map iterations need real parallelism, which the GIL denies threads,
 and the ``process`` isolation mode needs an address space per function. Both fork the
 Orchestrator: the child already holds every pre-imported function module and the whole
-generated state machine, so nothing is pickled or re-imported.
+generated state machine, so nothing is pickled or re-imported. Where reusing a process
+is safe (isolation ``none``, trusted functions), Parallel/Map sections go to warm
+pre-forked workers instead (:mod:`forkpool`), which keep the rules below.
 
 Rules this module keeps:
 
