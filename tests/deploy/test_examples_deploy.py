@@ -1,5 +1,5 @@
 """The healthcare and sentiment examples packaged and run through both deployment paths,
-and what packaging ml-predict for either platform runs into.
+and the size limits packaging ml-predict as a zip runs into on either platform.
 
 OpenWhisk: the package zip (its requirements vendored for the ``python:3.11`` kind)
 initialised in a real action server with the endpoints' configuration in /init's ``env``
@@ -23,9 +23,7 @@ from typing import Any
 import pytest
 
 from faastlane.deploy.bundle import package_lambda, package_openwhisk
-from faastlane.deploy.errors import TooLarge
-from faastlane.deploy.vendoring import requirement_files, vendor
-from faastlane.inspect.errors import InspectionFailed
+from integration.apps import faastlane
 from integration.examples import EXAMPLES
 from integration.local_aws import (
     LocalAws,
@@ -98,30 +96,27 @@ def test_example_runs_as_a_lambda_function(app: str, aws: LocalAws, runtime_api:
     AFTER_RUN[app](aws, outcome.body)
 
 
-def _tree_size(folder: str) -> int:
-    return sum(path.stat().st_size for path in Path(folder).rglob("*") if path.is_file())
-
-
-def test_ml_predict_does_not_fit_either_platforms_zip_deployment(tmp_path: Path):
-    """numpy + Pillow + scikit-learn (with scipy) are too big for a zip on either platform,
-    so ml-predict has no zip deployment to run; this pins the measured reason (see
-    examples/ml-predict/README.md), and fails once the packaging changes it."""
+def test_ml_predict_is_refused_as_a_zip_with_the_limit_its_size_and_the_way_out(
+        tmp_path: Path):
+    """numpy + Pillow + scikit-learn (with scipy) are too big for a zip on either platform
+    (see examples/ml-predict/README.md); the refusal names the limit, the measured size
+    and the option that deploys it as an image instead (test_images.py does)."""
     app = str(EXAMPLES / "ml-predict")
-    # Which refusal comes first depends on the numpy wheel pip resolves that day: some
-    # builds of its OpenBLAS carry an unaligned XRSTOR, which the inspector refuses before
-    # the size is checked; otherwise the zip is over the limit.
-    with pytest.raises((TooLarge, InspectionFailed)) as refused:
-        package_openwhisk(app, str(tmp_path / "ml-predict.zip"))
-    assert re.search(r"is 6\d\.\d\d MB, over OpenWhisk's limit for an action's code of "
-                     r"48 MB|numpy\.libs/libscipy_openblas.*xrstor", str(refused.value))
-    # Lambda's python3.13: the vendored packages alone exceed 250 MB unzipped, which no
-    # upload route (S3 included) lifts; only a container image would hold them.
-    vendored = vendor(requirement_files(app), "3.13")
-    assert vendored is not None
-    assert _tree_size(vendored) > 250 * 1024 * 1024
-    # Packaging refuses it too: the inspector (when the resolved numpy wheel's OpenBLAS
-    # carries an unaligned XRSTOR) or the size of the layer zip.
-    with pytest.raises((TooLarge, InspectionFailed)) as refused:
-        package_lambda(app, str(tmp_path / "lambda"))
-    assert re.search(r"numpy\.libs/libscipy_openblas.*xrstor|layer\.zip is \d+\.\d\d MB, "
-                     r"over Lambda's limit", str(refused.value))
+    openwhisk = faastlane("package", app, "--target", "openwhisk", "-o",
+                          str(tmp_path / "ml-predict.zip"), timeout=1200)
+    assert openwhisk.code == 2
+    line, = openwhisk.stderr.strip().splitlines()
+    assert re.fullmatch(r"faastlane: error: \S+ml-predict\.zip is 6\d\.\d\d MB, over "
+                        r"OpenWhisk's limit for an action's code of 48 MB; deploy it as a "
+                        r"Docker action instead \(--docker: .*\)", line), line
+    # Lambda: the unzipped size is checked before anything is zipped (no upload route
+    # lifts it); the cp313 packages alone are over 250 MB.
+    lam = faastlane("package", app, "--target", "lambda", "-o", str(tmp_path / "lambda"),
+                    timeout=1200)
+    assert lam.code == 2
+    line, = lam.stderr.strip().splitlines()
+    assert re.fullmatch(r"faastlane: error: ml-predict with its layers is 2\d\d\.\d\d MB, "
+                        r"over Lambda's limit for a function and its layers unzipped of "
+                        r"250 MB; deploy a container image instead \(--image: .*\).*", line), \
+        line
+    assert not (tmp_path / "lambda" / "layer.zip").exists()
