@@ -70,11 +70,8 @@ def choose_isolation(app: App, requested: str | None) -> tuple[str, str]:
         raise IsolationUnavailable(f"unknown isolation mode {mode!r} ({reason}); "
                                    f"use one of {MPK}, {PROCESS_ISOLATION}, {NONE}")
     if mode == MPK:
-        raise IsolationUnavailable(
-            f"isolation 'mpk' ({reason}): the cpython-mpk runtime has private heaps, but "
-            "the Orchestrator does not yet run functions inside them (no exit gate that "
-            "promotes results; see cpython-mpk/PRIVATE_HEAPS.md); run with --isolation process "
-            "(a process per function) or --isolation none")
+        reason += ("; each function runs in its own private heap (protection domain) on "
+                   "the cpython-mpk runtime, enforced where the CPU has protection keys")
     return mode, reason
 
 

@@ -9,6 +9,7 @@
 #include "Python.h"
 
 #include "faastlane_mpk.h"
+#include "mpk_exit.h"
 #include "mpk_heap.h"
 
 #include <errno.h>
@@ -360,6 +361,19 @@ Domain_get_private_heap(DomainObject *self, void *Py_UNUSED(closure))
                            && _PyMPK_HeapEnabled(self->handle.slot));
 }
 
+/* The exit gate's escape check: shared objects still pointing into the slot. */
+static PyObject *
+Domain_shared_referrers(DomainObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!self->alive) {
+        PyErr_Format(DomainError, "cannot scan domain (slot %d): it was "
+                     "destroyed", self->handle.slot);
+        return NULL;
+    }
+    return _PyMPK_SharedReferrers(_PyMPK_SlotBase(self->handle.slot),
+                                  _PyMPK_SLOT_SIZE);
+}
+
 static PyMethodDef Domain_methods[] = {
     {"enter", (PyCFunction)Domain_enter, METH_NOARGS,
      "enter()\n--\n\nEntry gate: from now on this thread reaches shared "
@@ -377,6 +391,10 @@ static PyMethodDef Domain_methods[] = {
      "the domain's slot (bump allocation, released by destroy())."},
     {"__enter__", (PyCFunction)Domain_enter, METH_NOARGS,
      "Enter the domain for the body of a with statement."},
+    {"shared_referrers", (PyCFunction)Domain_shared_referrers, METH_NOARGS,
+     "shared_referrers()\n--\n\nThe shared GC-tracked objects that hold a "
+     "pointer into this domain's slot (escapes, once its function returned). "
+     "Compares addresses only; safe inside the domain or outside."},
     {"heap_stats", (PyCFunction)Domain_heap_stats, METH_NOARGS,
      "heap_stats()\n--\n\nCounters of the domain's private heap (arenas, "
      "large blocks, free extents),\nor None when it has none."},
@@ -615,6 +633,17 @@ faastlane_read_pkru(PyObject *module, PyObject *Py_UNUSED(ignored))
     return PyLong_FromUnsignedLong(_PyMPK_ReadPKRU());
 }
 
+/* METH_FASTCALL: no argument tuple is made in the caller's private heap. */
+static PyObject *
+faastlane_call_shared(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "call_shared() needs a callable");
+        return NULL;
+    }
+    return _PyMPK_CallShared(args[0], args + 1, nargs - 1);
+}
+
 static PyMethodDef read_pkru_def = {
     "read_pkru", faastlane_read_pkru, METH_NOARGS,
     "read_pkru()\n--\n\nThe calling thread's PKRU register (RDPKRU).  "
@@ -651,6 +680,11 @@ static PyMethodDef faastlane_methods[] = {
      "state (the shared value outside domains) through the checked gate; "
      "returns the value, or None without keys.  A thread started inside a "
      "domain inherits its creator's PKRU: calling this first drops it."},
+    {"call_shared", (PyCFunction)(void (*)(void))faastlane_call_shared,
+     METH_FASTCALL,
+     "call_shared(callable, *args)\n--\n\nCall callable(*args) with this "
+     "thread allocating in the shared heap, while it stays inside its domain "
+     "(and can read the domain's objects): how a result is promoted."},
     {"gate_code", faastlane_gate_code, METH_NOARGS,
      "gate_code()\n--\n\nThe machine code of the checked WRPKRU gate."},
     {NULL, NULL, 0, NULL},

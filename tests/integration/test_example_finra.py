@@ -47,13 +47,13 @@ def _run_ok(*args: str) -> Any:
 
 # --- the workflow, run by the CLI ---------------------------------------------------------
 
-@pytest.mark.parametrize("isolation", ["none", "process"])
+@pytest.mark.parametrize("isolation", ["none", "process", "mpk"])
 def test_fifty_rules_match_expected_report(isolation: str) -> None:
     report = _run_ok("--input-file", str(APP / "input.json"), "--isolation", isolation)
     assert report == _read("expected.json")
 
 
-@pytest.mark.parametrize("isolation", ["none", "process"])
+@pytest.mark.parametrize("isolation", ["none", "process", "mpk"])
 def test_two_hundred_rules_match_expected_report(isolation: str) -> None:
     report = _run_ok("--input-file", str(APP / "input-200.json"), "--isolation", isolation)
     assert report == _read("expected-200.json")

@@ -106,7 +106,7 @@ def _check_analytics_saw_only_masked_notes(analytics: dict[str, Any]) -> None:
         assert record["note"].count("[") == len(spans)
 
 
-@pytest.mark.parametrize("isolation", ["none", "process"])
+@pytest.mark.parametrize("isolation", ["none", "process", "mpk"])
 def test_report_table_and_analytics_input_match_the_hand_derived_expectations(
         aws: LocalAws, isolation: str) -> None:
     report = _run_ok(aws, "--isolation", isolation)

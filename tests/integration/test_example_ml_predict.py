@@ -93,7 +93,7 @@ def _scan_bytes(item: dict[str, Any]) -> int:
 
 # --- the workflow, run by the CLI ---------------------------------------------------------
 
-@pytest.mark.parametrize("isolation", ["none", "process"])
+@pytest.mark.parametrize("isolation", ["none", "process", "mpk"])
 def test_one_scan_is_classified_as_the_digit_drawn(inputs: Path, isolation: str) -> None:
     request = _read(inputs / "input.json")
     image_bytes = _scan_bytes(request)
@@ -110,7 +110,7 @@ def test_one_scan_is_classified_as_the_digit_drawn(inputs: Path, isolation: str)
     assert len(pids) == (3 if isolation == "process" else 1)
 
 
-@pytest.mark.parametrize("isolation", ["none", "process"])
+@pytest.mark.parametrize("isolation", ["none", "process", "mpk"])
 def test_batch_runs_every_scan_through_one_model(inputs: Path, isolation: str) -> None:
     request = _read(inputs / "input-batch.json")
     result, stderr = _run_ok("--input-file", str(inputs / "input-batch.json"),

@@ -64,7 +64,7 @@ def _published(aws: LocalAws) -> dict[str, dict[str, Any]]:
 
 # --- the workflow, run by the CLI ---------------------------------------------------------
 
-@pytest.mark.parametrize("isolation", ["none", "process"])
+@pytest.mark.parametrize("isolation", ["none", "process", "mpk"])
 def test_report_table_and_topic_match_the_hand_derived_labels(
         aws: LocalAws, isolation: str) -> None:
     report = _run(aws, "--input-file", str(INPUT), "--isolation", isolation)

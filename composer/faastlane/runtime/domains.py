@@ -126,7 +126,7 @@ def keys_enabled(mode: str | None = None) -> bool:
         )
     if not _fallback_reported:
         _fallback_reported = True
-        _log.warning("MPK isolation unavailable, falling back: %s", current.reason)
+        _log.warning("protection keys unavailable, domains run unenforced: %s", current.reason)
     return False
 
 
@@ -199,6 +199,17 @@ class ProtectionDomain:
         finally:
             self._domain.exit()
 
+    def threads_inside(self) -> int:
+        """How many threads are between this domain's gates now."""
+        entered: int = self._domain.entered
+        return entered
+
+    def shared_referrers(self) -> list[object]:
+        """Shared GC-tracked objects holding a pointer into the slot (addresses compared,
+        nothing in the slot read): after a function returned, its escapes."""
+        found: list[object] = self._domain.shared_referrers()
+        return found
+
     def destroy(self) -> None:
         """Zero the slot, retag it inaccessible, free the key (in that order).
 
@@ -211,6 +222,13 @@ class ProtectionDomain:
     def __repr__(self) -> str:
         state = f"key={self.key} slot={self.slot}" if self.alive else "destroyed"
         return f"<ProtectionDomain {self.name!r} {state}>"
+
+
+def native_module() -> ModuleType:
+    """``_faastlane`` itself; :class:`IsolationUnavailableError` where it is missing."""
+    if _native is None:
+        raise IsolationUnavailableError(_MISSING_REASON)
+    return _native
 
 
 def current_domain() -> ProtectionDomain | None:

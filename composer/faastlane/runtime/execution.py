@@ -22,7 +22,7 @@ from . import trace
 from .cpus import available_cpus
 from .errors import TIMEOUT, StatesError
 from .forking import Outcome, run_forked
-from .functions import EXIT_ERROR, FunctionRegistry, LoadedFunction
+from .functions import EXIT_ERROR, FunctionRegistry, Invocable
 from .jsonvalue import detach
 from .workers import POOL, WorkerTimeout
 from .lambda_context import ACCOUNT, REGION
@@ -161,14 +161,14 @@ class Execution:
     def call_function(self, state_name: str, function: str, event: Any,
                       timeout_seconds: float | None, placement: str) -> Any:
         """Run one function invocation where the plan says; return its detached result."""
-        loaded = self.functions.get(function)
+        loaded = self.functions.get(function, private=self.options.isolation == MPK)
         where = self.function_placement(placement)
         limit = self.remaining(timeout_seconds)
         if where == PROCESS:
             return self._call_in_process(state_name, loaded, event, limit, timeout_seconds)
         return self._call_on_thread(state_name, loaded, event, limit, timeout_seconds)
 
-    def _call_on_thread(self, state_name: str, loaded: LoadedFunction, event: Any,
+    def _call_on_thread(self, state_name: str, loaded: Invocable, event: Any,
                         limit: float | None, timeout_seconds: float | None) -> Any:
         def body() -> tuple[Any, StatesError | None]:
             return _timed_invoke(state_name, loaded, event, timeout_seconds, THREAD)
@@ -183,7 +183,7 @@ class Execution:
             raise error
         return result
 
-    def _call_in_process(self, state_name: str, loaded: LoadedFunction, event: Any,
+    def _call_in_process(self, state_name: str, loaded: Invocable, event: Any,
                          limit: float | None, timeout_seconds: float | None) -> Any:
         def body() -> Any:
             result, error = _timed_invoke(state_name, loaded, event, timeout_seconds, PROCESS)
@@ -240,7 +240,7 @@ class Execution:
         return outcomes
 
 
-def _timed_invoke(state_name: str, loaded: LoadedFunction, event: Any,
+def _timed_invoke(state_name: str, loaded: Invocable, event: Any,
                   timeout_seconds: float | None, placement: str
                   ) -> tuple[Any, StatesError | None]:
     """Invoke a function, detach its result and record its compute span."""

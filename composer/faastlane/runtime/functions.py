@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import StatesError
 from .jsonvalue import NotJSONSerializable, detach
@@ -26,6 +26,7 @@ LAMBDA = "lambda"
 OPENWHISK = "openwhisk"
 EXIT_ERROR = "Runtime.ExitError"
 MARSHAL_ERROR = "Runtime.MarshalError"
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 @dataclass(frozen=True)
@@ -59,31 +60,40 @@ class LoadedFunction:
         document as the cause.
         """
         context = LambdaContext(self.spec.name, timeout_seconds)
-        request_id = context.aws_request_id
         try:
-            if self.spec.style == OPENWHISK:
-                result = self.entry(event)
-            else:
-                result = self.entry(event, context)
+            return detach(call_entry(self.entry, self.spec.style, event, context))
         except StatesError:
             raise
-        except SystemExit as exc:
-            # What Lambda's runtime reports for a handler that exits the process.
-            raise lambda_error(EXIT_ERROR, f"RequestId: {request_id} Error: Runtime exited "
-                                           f"with error: exit status {exc.code}",
-                               request_id) from None
-        except Exception as exc:  # noqa: BLE001 - any failure of user code is reported
-            frames = traceback.extract_tb(exc.__traceback__)[1:]  # drop this frame
-            raise lambda_error(type(exc).__name__, str(exc), request_id,
-                               traceback.format_list(frames)) from None
-        try:
-            return detach(result)
-        except NotJSONSerializable as exc:
-            # awslambdaric's wording; where in the result it failed goes to the log.
-            sys.stderr.write(f"[faastlane] {self.spec.name}: result not JSON serializable "
-                             f"at {exc.where}\n")
-            raise lambda_error(MARSHAL_ERROR, f"Unable to marshal response: {exc.message}",
-                               request_id) from None
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code
+            raise failure(self.spec.name, exc, context.aws_request_id) from None
+
+
+def call_entry(entry: Callable[..., Any], style: str, event: Any,
+               context: LambdaContext) -> Any:
+    """Call a function as its platform does: ``main(params)`` or ``handler(event, context)``."""
+    if style == OPENWHISK:
+        return entry(event)
+    return entry(event, context)
+
+
+def failure(function: str, exc: BaseException, request_id: str) -> StatesError:
+    """The StatesError Step Functions reports when ``exc`` ended a Lambda task: named
+    after the exception class (Lambda's ``errorType``), Lambda's error document as cause."""
+    if isinstance(exc, NotJSONSerializable):
+        # awslambdaric's wording; where in the result it failed goes to the log.
+        sys.stderr.write(f"[faastlane] {function}: result not JSON serializable "
+                         f"at {exc.where}\n")
+        return lambda_error(MARSHAL_ERROR, f"Unable to marshal response: {exc.message}",
+                            request_id)
+    if isinstance(exc, SystemExit):
+        # What Lambda's runtime reports for a handler that exits the process.
+        return lambda_error(EXIT_ERROR, f"RequestId: {request_id} Error: Runtime exited "
+                                        f"with error: exit status {exc.code}", request_id)
+    # The stack from the function's entry point down: the runtime's frames are dropped.
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith(_RUNTIME_DIR)]
+    return lambda_error(type(exc).__name__, str(exc), request_id,
+                        traceback.format_list(frames))
 
 
 def lambda_error(error_type: str, message: str, request_id: str,
@@ -94,26 +104,41 @@ def lambda_error(error_type: str, message: str, request_id: str,
     return StatesError(error_type, json.dumps(cause))
 
 
-def load_module(root: str, spec: FunctionSpec) -> ModuleType:
-    """Import a function's module under a private name (two functions may share a file name)."""
+def module_name(spec: FunctionSpec, prefix: str = "faastlane_fn_") -> str:
+    """The private name a function's module is imported under (two functions may share
+    a file name)."""
+    return prefix + "".join(c if c.isalnum() else "_" for c in spec.name)
+
+
+def load_module(root: str, spec: FunctionSpec, name: str | None = None) -> ModuleType:
+    """Import a function's module under ``name`` (default :func:`module_name`)."""
     search = os.path.join(root, spec.search_path)
     if search not in sys.path:
         sys.path.insert(0, search)
     path = os.path.join(root, spec.module_file)
-    module_name = "faastlane_fn_" + "".join(c if c.isalnum() else "_" for c in spec.name)
-    import_spec = importlib.util.spec_from_file_location(module_name, path)
+    module_name_ = name or module_name(spec)
+    import_spec = importlib.util.spec_from_file_location(module_name_, path)
     if import_spec is None or import_spec.loader is None:
         raise StatesError("Runtime.ImportModuleError", f"cannot load {path}")
     module = importlib.util.module_from_spec(import_spec)
-    sys.modules[module_name] = module
+    sys.modules[module_name_] = module
     try:
         import_spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 - reported as Lambda reports an init error
-        del sys.modules[module_name]
+        del sys.modules[module_name_]
         raise StatesError("Runtime.ImportModuleError",
                           f"Unable to import module '{spec.module_file}': "
                           f"{type(exc).__name__}: {exc}") from None
     return module
+
+
+class Invocable(Protocol):
+    """A loaded function: shared (:class:`LoadedFunction`) or in its own private heap
+    (``private_heaps.DomainFunction``)."""
+
+    spec: FunctionSpec
+
+    def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any: ...
 
 
 class FunctionRegistry:
@@ -123,19 +148,31 @@ class FunctionRegistry:
         self.root = root
         self.specs = specs
         self._loaded: dict[str, LoadedFunction] = {}
+        self._private: dict[str, Invocable] = {}
 
-    def preload(self) -> None:
-        """Run every function's module-level set-up once per container, as on Lambda."""
+    def preload(self, private: bool = False) -> None:
+        """Run every function's module-level set-up once per container, as on Lambda;
+        ``private``: each inside its own private heap (``--isolation mpk``)."""
         for name in self.specs:
-            self.get(name)
+            self.get(name, private)
 
-    def get(self, name: str) -> LoadedFunction:
+    def _spec(self, name: str) -> FunctionSpec:
+        spec = self.specs.get(name)
+        if spec is None:
+            raise StatesError("Lambda.ResourceNotFoundException", f"Function not found: {name}")
+        return spec
+
+    def get(self, name: str, private: bool = False) -> Invocable:
+        """The function, imported on first use: shared, or in its private heap."""
+        if private:
+            found = self._private.get(name)
+            if found is None:
+                from .private_heaps import load  # it imports this module
+
+                found = self._private[name] = load(self.root, self._spec(name))
+            return found
         loaded = self._loaded.get(name)
         if loaded is None:
-            spec = self.specs.get(name)
-            if spec is None:
-                raise StatesError("Lambda.ResourceNotFoundException",
-                                  f"Function not found: {name}")
-            loaded = LoadedFunction(spec, load_module(self.root, spec))
+            loaded = LoadedFunction(self._spec(name), load_module(self.root, self._spec(name)))
             self._loaded[name] = loaded
         return loaded

@@ -14,9 +14,10 @@ import os
 import sys
 from typing import Any, Callable
 
-from . import trace
-from .execution import ISOLATION_MODES, PARALLEL_PROCESSES, PARALLEL_THREADS
-from .orchestrator import SUCCEEDED, Orchestrator
+from . import domains, fault_reports, trace
+from .errors import StatesError
+from .execution import ISOLATION_MODES, MPK, PARALLEL_PROCESSES, PARALLEL_THREADS
+from .orchestrator import SUCCEEDED, Orchestrator, load_options
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,6 +68,26 @@ def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int
     result_fd = os.dup(1)
     sys.stdout.flush()
     os.dup2(2, 1)  # from here on, anything printed goes to stderr
+    if (args.isolation or _planned_isolation()) != MPK:
+        return _run(load, args, execution_input, result_fd)
+
+    def report(error: StatesError) -> None:
+        _write_result(result_fd, error.to_json())
+
+    # Functions in protection domains: a fault kills the process, so run it supervised.
+    return fault_reports.supervise(lambda: _run(load, args, execution_input, result_fd),
+                                   report)
+
+
+def _planned_isolation() -> str | None:
+    """The isolation plan.json of the action being run records, if any."""
+    entry = getattr(sys.modules.get("__main__"), "__file__", None)
+    plan = os.path.join(os.path.dirname(os.path.abspath(entry or ".")), "plan.json")
+    return load_options(plan).isolation if os.path.exists(plan) else None
+
+
+def _run(load: Callable[[], Orchestrator], args: argparse.Namespace, execution_input: Any,
+         result_fd: int) -> int:
     orchestrator = load()
     parallel = PARALLEL_THREADS if args.threads_only else (
         PARALLEL_PROCESSES if args.processes_only else None)
@@ -80,12 +101,18 @@ def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int
     end = trace.now()
     sys.stdout.flush()
     if args.trace:
-        trace.write(sys.stderr, {"workflow": orchestrator.name, "status": result.status,
-                                 "isolation": options.isolation, "parallel": options.parallel,
-                                 "processes_only": options.processes_only,
-                                 "vcpus": options.cpu_budget(), "start": start, "end": end,
-                                 "end_to_end_ms": round((end - start) * 1000, 3)},
-                    trace.take())
-    with os.fdopen(result_fd, "w", encoding="utf-8") as out:
-        out.write(json.dumps(result.to_json()) + "\n")
+        header = {"workflow": orchestrator.name, "status": result.status,
+                  "isolation": options.isolation, "parallel": options.parallel,
+                  "processes_only": options.processes_only,
+                  "vcpus": options.cpu_budget(), "start": start, "end": end,
+                  "end_to_end_ms": round((end - start) * 1000, 3)}
+        if options.isolation == MPK:
+            header["mpk"] = domains.status().implementation  # "keys" or "no-keys"
+        trace.write(sys.stderr, header, trace.take())
+    _write_result(result_fd, result.to_json())
     return 0 if result.status == SUCCEEDED else 1
+
+
+def _write_result(result_fd: int, value: Any) -> None:
+    with os.fdopen(result_fd, "w", encoding="utf-8") as out:
+        out.write(json.dumps(value) + "\n")

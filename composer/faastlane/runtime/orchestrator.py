@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import StatesError, error_object
-from .execution import Execution, Options
+from .execution import MPK, Execution, Options
 from .forkpool import ForkPool, untrusted_functions
 from .functions import FunctionRegistry, FunctionSpec
 from .model import Machine
@@ -59,7 +59,7 @@ class Orchestrator:
         plan = os.path.join(root, "plan.json")
         self.options = options or (load_options(plan) if os.path.exists(plan) else Options())
         self.functions = FunctionRegistry(root, functions)
-        self.functions.preload()
+        self.functions.preload(private=self.options.isolation == MPK)
         # Warm workers for Parallel/Map, forked now that every module is imported.
         self.pool = ForkPool(name, workflow, self.functions, untrusted_functions(plan))
         if self.pool.wanted(self.options):

@@ -1,0 +1,139 @@
+"""Protection-key faults as workflow errors that name the functions involved.
+
+With ``--isolation mpk`` a thread that touches another function's private heap dies of
+``SIGSEGV`` (``SEGV_PKUERR``), and its whole process with it: one thread of an
+interpreter cannot be killed alone, and nothing it half-did can be trusted. So the
+process running functions in domains is supervised: it appends to a *fault log* one line
+per domain it creates (slot, key, function) and, from ``_faastlane``'s async-signal-safe
+fault reporter, one line per fault (address, key, owner and faulting slots). The
+supervisor, seeing its child die of a signal, reads the log and reports
+``Faastlane.IsolationViolation`` naming the function that faulted and the function whose
+memory it touched -- never a silent leak, never a hang.
+
+The log is an unlinked temporary file opened ``O_APPEND``: forked Parallel branches
+inherit it and write to the same place. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .errors import StatesError
+
+ISOLATION_VIOLATION = "Faastlane.IsolationViolation"
+_FAULT = re.compile(r"faastlane-fault: (?P<fields>.*)")
+_DOMAIN = re.compile(r"faastlane-domain: slot=(?P<slot>\d+) key=(?P<key>\S+) "
+                     r"function=(?P<function>.*)")
+
+LOG_VARIABLE = "FAASTLANE_FAULT_LOG"  # the log's descriptor, handed to a launched action
+
+_log_fd: int | None = None
+
+
+def open_log() -> int:
+    """Create a fault log (an unlinked ``O_APPEND`` file) and use it in this process."""
+    global _log_fd
+    handle, path = tempfile.mkstemp(prefix="faastlane-faults-")
+    os.unlink(path)
+    _log_fd = os.open(f"/proc/self/fd/{handle}", os.O_RDWR | os.O_APPEND)
+    os.close(handle)
+    return _log_fd
+
+
+def adopt_log(environ: dict[str, str] | None = None) -> None:
+    """Use the log a supervising process handed over in ``FAASTLANE_FAULT_LOG``."""
+    global _log_fd
+    value = (os.environ if environ is None else environ).get(LOG_VARIABLE)
+    if value and value.isdigit():
+        _log_fd = int(value)
+        install_reporter()
+
+
+def install_reporter() -> None:
+    """Send this process's faults to the log (a no-op without one)."""
+    if _log_fd is None:
+        return
+    import _faastlane  # only the cpython-mpk runtime supervises domains
+
+    _faastlane.install_fault_reporter(_log_fd)
+
+
+def announce(slot: int, key: int | None, function: str) -> None:
+    """Record which function owns a domain (before any thread enters it)."""
+    if _log_fd is not None:
+        os.write(_log_fd, f"faastlane-domain: slot={slot} key={key} "
+                          f"function={function}\n".encode())
+
+
+@dataclass(frozen=True)
+class Fault:
+    address: str
+    pkey: int
+    owner: str | None  # the function whose slot was touched, if any
+    thread: str | None  # the function running on the faulting thread, if any
+
+    def error(self) -> StatesError:
+        who = f"function {self.thread!r}" if self.thread else "the Orchestrator"
+        whose = (f"the private heap of function {self.owner!r}" if self.owner
+                 else "memory of no live domain")
+        return StatesError(ISOLATION_VIOLATION,
+                           f"{who} touched {whose} at {self.address} (protection key "
+                           f"{self.pkey}): protection-key fault, the workflow was stopped")
+
+
+def read_fault(log_fd: int | None = None) -> Fault | None:
+    """The first fault in the log (default: this process's), slots mapped to functions."""
+    log_fd = _log_fd if log_fd is None else log_fd
+    if log_fd is None:
+        return None
+    text = os.pread(log_fd, 1 << 20, 0).decode(errors="replace")
+    owners: dict[int, str] = {}
+    for line in text.splitlines():
+        domain = _DOMAIN.match(line)
+        if domain:
+            owners[int(domain["slot"])] = domain["function"]
+            continue
+        fault = _FAULT.match(line)
+        if fault:
+            fields = dict(f.split("=", 1) for f in fault["fields"].split() if "=" in f)
+            return Fault(address=fields.get("addr", "?"), pkey=int(fields.get("pkey", -1)),
+                         owner=owners.get(int(fields.get("owner_slot", -1))),
+                         thread=owners.get(int(fields.get("thread_slot", -1))))
+    return None
+
+
+def died_of(signal_number: int) -> StatesError:
+    """What to report for a process that died of a signal: the isolation violation the
+    fault log explains, else the signal."""
+    fault = read_fault() if signal_number in (signal.SIGSEGV, signal.SIGBUS) else None
+    if fault is not None:
+        return fault.error()
+    return StatesError("Runtime.ExitError",
+                       f"the Orchestrator process died of {signal.Signals(signal_number).name}")
+
+
+def supervise(child: Callable[[], int], on_fault: Callable[[StatesError], None]) -> int:
+    """Run ``child`` in a forked process holding a fault log; return its exit status.
+
+    If it dies of a signal, ``on_fault`` gets the error to report: the isolation
+    violation the log explains, else the signal itself.
+    """
+    open_log()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            install_reporter()
+            code = child()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    on_fault(died_of(os.WTERMSIG(status)))
+    return 1

@@ -1,0 +1,380 @@
+"""Functions in private heaps: ``--isolation mpk`` (cpython-mpk/PRIVATE_HEAPS.md).
+
+Each function gets one protection domain with a private heap for the container's life
+(PRIVATE_HEAPS.md section 1). Its module is imported *inside* the domain, so whatever it
+sets up at module level, or caches lazily in its globals, lives in its heap: reused by
+its next invocation, unreadable to every other function. What it imports from outside
+its own files (numpy, the standard library, shared helper modules) is imported first,
+outside any domain, and stays shared.
+
+An invocation crosses the entry gate on the function's warm thread, runs on a private
+copy of its input, and before the exit gate:
+
+1. **promotes** its result (or its error) by value: the JSON value is rebuilt by a
+   thread that can still read the domain but allocates in the shared heap
+   (``_faastlane.call_shared``);
+2. **drops** every private reference the invoker held and collects the heap's young
+   generation;
+3. **checks for escapes**: shared objects still pointing into the domain
+   (``Domain.shared_referrers``). Entries of the function's own modules in
+   ``sys.modules`` are expected. Private entries of the standard library's caches
+   (``re``, ``functools.lru_cache``, ``linecache``, ``struct``, ``_strptime``) are
+   purged. Anything else fails the invocation with ``Faastlane.IsolationError`` naming
+   the function and what holds its object. The domain is *not* destroyed (the shared
+   pointers would dangle): the escaped object stays readable only by its owner, any
+   other reader dies of a protection-key fault naming the owner, and the Orchestrator
+   is marked tainted so that a server retires the container after answering.
+
+Standard library only: this ships inside composed actions.
+"""
+
+from __future__ import annotations
+
+import abc
+import ast
+import codecs
+import gc
+import importlib
+import json
+import logging
+import os
+import pkgutil
+import re
+import struct
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import domains, fault_reports
+from .errors import StatesError
+from .functions import FunctionSpec, call_entry, failure, load_module, module_name
+from .jsonvalue import detach
+from .lambda_context import LambdaContext
+
+ISOLATION_ERROR = "Faastlane.IsolationError"
+
+
+def _local_dummy_type() -> type:
+    """``_thread._localdummy``: what a ``threading.local`` keys each thread's dict by."""
+    local = threading.local()
+    local.probe = True
+    [dicts] = [o for o in gc.get_referents(local) if type(o) is dict]
+    return type(next(iter(dicts)))
+
+
+_LOCAL_DUMMY = _local_dummy_type()
+MODULE_PREFIX = "faastlane_mpk_"
+# Codecs looked up inside a function would be cached, private, in the interpreter's
+# codec registry: look the common ones up first, outside every domain.
+_WARM_CODECS = ("utf-8", "ascii", "latin-1", "utf-16", "utf-32", "idna", "cp1252")
+
+
+class IsolationError(StatesError):
+    """A function broke the rules of its private heap (an escape, a refused import)."""
+
+    def __init__(self, function: str, what: str) -> None:
+        super().__init__(ISOLATION_ERROR, f"function {function!r}: {what} (isolation mpk)")
+        self.function = function
+
+
+@dataclass
+class DomainFunction:
+    """A function whose module lives in its own private heap."""
+
+    spec: FunctionSpec
+    domain: domains.ProtectionDomain
+    # [module]: a shared list holding the private module, read only inside the domain
+    # (the module is kept out of sys.modules, which code outside iterates).
+    holder: list[Any] = field(default_factory=list, repr=False)
+    own_modules: frozenset[str] = frozenset()  # sys.modules entries made inside
+    escaped: str | None = None  # set once an escape was found: the function is refused
+
+    def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
+        """Run one invocation inside the domain; return its result, promoted."""
+        if self.escaped is not None:
+            raise IsolationError(self.spec.name, self.escaped)
+        with self.domain.entered():
+            result, error = _run_inside(self, event, timeout_seconds)
+        if error is not None:
+            raise error
+        return result
+
+
+def call_shared(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` allocating in the shared heap (the caller stays in its domain)."""
+    native = domains.native_module()
+    return native.call_shared(function, *args)
+
+
+def _promote(value: Any) -> Any:
+    # json.dumps reads the private value; json.loads builds the shared copy.
+    return json.loads(json.dumps(value))
+
+
+def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None
+                ) -> tuple[Any, StatesError | None]:
+    """Everything between the gates. Returns only shared objects; keeps no private one."""
+    error: StatesError | None = None
+    result: Any = None
+    try:
+        result = call_shared(_promote, _invoke_private(fn, event, timeout_seconds))
+    except StatesError as exc:
+        error = call_shared(_copy_error, exc)
+    gc.collect(0)
+    if fn.domain.threads_inside() == 1:  # concurrent invocations hold live references
+        escaped = _escapes(fn)
+        if escaped:
+            fn.escaped = call_shared(_promote, escaped)
+            error = call_shared(IsolationError, fn.spec.name, fn.escaped)
+            result = None
+    return result, error
+
+
+def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | None) -> Any:
+    """Call the function on a private copy of its input; return its checked result.
+    Every private object made here is garbage once this frame returns."""
+    context = LambdaContext(fn.spec.name, timeout_seconds)
+    entry = getattr(fn.holder[0], fn.spec.entry)
+    try:
+        return detach(call_entry(entry, fn.spec.style, detach(event), context))
+    except StatesError:
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code
+        raise call_shared(failure, fn.spec.name, exc, context.aws_request_id) from None
+
+
+def _copy_error(exc: StatesError) -> StatesError:
+    """A shared copy (strings too, without __context__) of a possibly private error."""
+    return StatesError(_promote(exc.error), _promote(exc.cause))
+
+
+# ---------------------------------------------------------------------------- escapes
+
+def _escapes(fn: DomainFunction) -> str | None:
+    """What still holds the function's private objects, after purging known caches."""
+    holders = _unexpected(fn, fn.domain.shared_referrers())
+    if not holders:
+        return None
+    _purge_caches(fn, holders)
+    gc.collect(0)
+    holders = _unexpected(fn, fn.domain.shared_referrers())
+    if not holders:
+        return None
+    return "left private objects reachable from shared state: " + "; ".join(
+        _describe(fn, holder) for holder in holders[:5]) + (
+        f" (and {len(holders) - 5} more)" if len(holders) > 5 else "") + (
+        ". Create them at module level (imported inside the function's own heap), or "
+        "run the function with --isolation process")
+
+
+def _unexpected(fn: DomainFunction, holders: list[Any]) -> list[Any]:
+    return [h for h in holders if h is not fn.holder
+            and not (h is sys.modules and _only_own_modules(fn))
+            and not _thread_local_state(fn, h)]
+
+
+def _thread_local_state(fn: DomainFunction, holder: Any) -> bool:
+    """A ``threading.local``'s entry for the calling thread: its per-thread dict, or the
+    weak reference the local keeps to the thread. A function runs only on threads
+    dedicated to it (``workers.py``), so that state is the function's own."""
+    mine = fn.domain.contains
+    if isinstance(holder, dict):
+        return all(type(k) is _LOCAL_DUMMY for k, v in list(holder.items())
+                   if mine(id(k)) or mine(id(v)))
+    if isinstance(holder, set):
+        return all(isinstance(ref, weakref.ref) and type(ref()) is _LOCAL_DUMMY
+                   for ref in list(holder) if mine(id(ref)))
+    return False
+
+
+def _only_own_modules(fn: DomainFunction) -> bool:
+    return all(name in fn.own_modules for name, module in list(sys.modules.items())
+               if fn.domain.contains(id(module)))
+
+
+def _purge_caches(fn: DomainFunction, holders: list[Any]) -> None:
+    """Drop private entries from the standard library's caches (read inside the domain)."""
+    mine = fn.domain.contains
+    strptime = sys.modules.get("_strptime")
+    caches = [re._cache, re._cache2, _linecache()]  # type: ignore[attr-defined]
+    if strptime is not None:
+        caches.append(strptime._regex_cache)
+    for cache in caches:
+        for key, value in list(cache.items()):
+            if mine(id(key)) or mine(id(value)):
+                del cache[key]
+    for holder in holders:
+        clear = getattr(holder, "cache_clear", None)  # a functools.lru_cache wrapper
+        if callable(clear) and type(holder).__name__ == "_lru_cache_wrapper":
+            clear()
+    struct._clearcache()
+
+
+def _linecache() -> dict[str, Any]:
+    import linecache
+
+    return linecache.cache
+
+
+def _describe(fn: DomainFunction, holder: Any) -> str:
+    """A shared holder of private objects, named without touching another domain."""
+    if holder is sys.modules:
+        names = [n for n, m in list(sys.modules.items())
+                 if fn.domain.contains(id(m)) and n not in fn.own_modules]
+        return f"sys.modules (module {', '.join(names)} imported inside the function)"
+    for name, module in list(sys.modules.items()):
+        if domains.native_module().slot_of(id(module)) is None and \
+                getattr(module, "__dict__", None) is holder:
+            return f"a global of module {name}"
+    if isinstance(holder, dict):
+        keys = [k for k, v in list(holder.items())
+                if fn.domain.contains(id(v)) or fn.domain.contains(id(k))]
+        shown = ", ".join(repr(k) if isinstance(k, str) else type(k).__name__
+                          for k in keys[:3])
+        return f"a shared dict (under {shown})"
+    return f"a shared {type(holder).__name__}"
+
+
+# ---------------------------------------------------------------------------- loading
+
+def load(root: str, spec: FunctionSpec) -> DomainFunction:
+    """Create the function's domain and import its module inside it."""
+    _warm_shared_state()
+    _import_dependencies(root, spec)
+    _check_runtime()
+    fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True))
+    fault_reports.announce(fn.domain.slot, fn.domain.key, spec.name)
+    name = module_name(spec, MODULE_PREFIX)
+    try:
+        with fn.domain.entered():
+            error = _load_inside(root, fn, name)
+    except BaseException:
+        fn.domain.destroy()  # nothing shared refers into it yet
+        raise
+    if error is not None:
+        # The failed import may have left private modules in sys.modules: keep the
+        # domain (destroying it would leave those pointers dangling).
+        raise error
+    return fn
+
+
+def _load_inside(root: str, fn: DomainFunction, name: str) -> StatesError | None:
+    """Import the module in the domain; record the sys.modules entries it made."""
+    before = len(sys.modules)
+    try:
+        fn.holder.append(load_module(root, fn.spec, name))
+        del sys.modules[name]
+        if not callable(getattr(fn.holder[0], fn.spec.entry, None)):
+            raise StatesError("Runtime.HandlerNotFound",
+                              f"{fn.spec.module_file} has no callable {fn.spec.entry!r}")
+    except StatesError as exc:
+        return call_shared(_copy_error, exc)
+    finally:
+        if len(sys.modules) != before:
+            fn.own_modules = call_shared(_private_module_names, fn.domain)
+        gc.collect(0)
+    return None
+
+
+def _check_runtime() -> None:
+    """Refuse what would make private heaps a pretence (FAASTLANE_MPK=on without keys
+    raises here too; ``auto`` runs them unenforced and says so once)."""
+    allocator = os.environ.get("PYTHONMALLOC", "")
+    if allocator and allocator != "pymalloc":
+        raise domains.IsolationUnavailableError(
+            f"isolation mpk: PYTHONMALLOC={allocator} bypasses the allocator that places "
+            "objects in private heaps; unset it")
+    domains.native_module()
+    domains.keys_enabled()
+
+
+def _private_module_names(domain: domains.ProtectionDomain) -> frozenset[str]:
+    return frozenset(_promote(name) for name, module in list(sys.modules.items())
+                     if domain.contains(id(module)))
+
+
+_warmed = False
+
+
+def _warm_shared_state() -> None:
+    """Fill, outside every domain, the caches a function would otherwise fill privately."""
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True
+    for name in _WARM_CODECS:
+        codecs.lookup(name)
+    for module in ("_strptime", "linecache", "traceback", "decimal", "encodings.idna"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    _share_registries()
+
+
+def _share_registries() -> None:
+    """Make the standard library's process-wide registries allocate shared.
+
+    An ``isinstance`` check against an ABC caches a weak reference to the checked class
+    in the ABC; ``logging.getLogger`` registers the new logger in the manager's table.
+    Made inside a domain, those objects would be private yet reachable from shared
+    state -- escapes, and faults for the next function that walks the registry. What
+    they hold is type and configuration, not a function's data: they are made shared.
+    """
+    for name in ("__instancecheck__", "__subclasscheck__"):
+        setattr(abc.ABCMeta, name, _shared_method(getattr(abc.ABCMeta, name)))
+    logging.Manager.getLogger = _shared_method(logging.Manager.getLogger)  # type: ignore
+
+
+def _shared_method(method: Callable[..., Any]) -> Callable[..., Any]:
+    native = domains.native_module()
+
+    def shared(*args: Any) -> Any:
+        return native.call_shared(method, *args)
+
+    shared.__name__ = method.__name__
+    shared.__doc__ = method.__doc__
+    return shared
+
+
+def _import_dependencies(root: str, spec: FunctionSpec) -> None:
+    """Import, shared, every module the function's files import from outside them."""
+    search = os.path.join(root, spec.search_path)
+    if search not in sys.path:
+        sys.path.insert(0, search)
+    pkgutil.get_importer(search)  # its finder, cached shared in sys.path_importer_cache
+    own_dir = os.path.dirname(os.path.join(root, spec.module_file))
+    flat = os.path.normpath(own_dir) == os.path.normpath(search)
+    files = [os.path.join(root, spec.module_file)] if flat else [
+        os.path.join(d, f) for d, _, names in os.walk(own_dir) for f in names
+        if f.endswith(".py")]
+    own = {os.path.splitext(os.path.basename(f))[0] for f in files}
+    if not flat:
+        own |= {n for n in os.listdir(own_dir) if os.path.isdir(os.path.join(own_dir, n))}
+    for name in sorted(_imported_names(files)):
+        if name.split(".")[0] in own:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the import inside the domain reports it
+            pass
+
+
+def _imported_names(files: list[str]) -> set[str]:
+    names: set[str] = set()
+    for path in files:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                tree = ast.parse(handle.read(), path)
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module)
+                names.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+    return names

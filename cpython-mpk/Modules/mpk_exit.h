@@ -1,0 +1,19 @@
+/* mpk_exit.h -- promotion and escape scanning for the exit gate (mpk_exit.c). */
+#ifndef FAASTLANE_MPK_EXIT_H
+#define FAASTLANE_MPK_EXIT_H
+
+#include "Python.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Call `callable(*args)` with the calling thread allocating in the shared
+ * heap, even inside a domain with a private heap (which it can still read). */
+PyObject *_PyMPK_CallShared(PyObject *callable, PyObject *const *args,
+                            Py_ssize_t nargs);
+
+/* A new list of the shared GC-tracked objects that hold a pointer into
+ * [base, base + size), or NULL with an exception set. */
+PyObject *_PyMPK_SharedReferrers(uintptr_t base, size_t size);
+
+#endif /* !FAASTLANE_MPK_EXIT_H */

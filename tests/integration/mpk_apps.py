@@ -1,0 +1,153 @@
+"""Apps that exercise ``--isolation mpk``: what runs in which heap, and what is refused.
+
+Every function reports where its objects live (``_faastlane.slot_of``) so that the tests
+can check placement natively (the no-keys implementation places memory exactly as the
+keys one does) and the QEMU tests can check enforcement with the same apps.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from .apps import chain, task, write_app
+
+# Every function file stands alone (each .py under functions/ is a function).
+WHERE = """
+import _faastlane
+
+
+def slot_of(obj):
+    return _faastlane.slot_of(id(obj))
+
+
+def my_slot():
+    return _faastlane.current_domain().slot
+"""
+
+FUNCTIONS = {
+    "Model": """
+
+        MODEL = {"weights": [0.5] * 1000, "name": "model"}  # made at import, in the heap
+        CALLS = []
+
+        def handler(event, context):
+            CALLS.append(1)
+            return {"model_in_my_slot": slot_of(MODEL) == my_slot(),
+                    "weights_in_my_slot": slot_of(MODEL["weights"]) == my_slot(),
+                    "calls": len(CALLS), "slot": my_slot(), "model_address": id(MODEL)}
+        """,
+    "Lazy": """
+
+        CACHE = {}
+
+        def handler(event, context):
+            loaded_now = "model" not in CACHE
+            if loaded_now:
+                CACHE["model"] = [i * 2 for i in range(10000)]
+            return {"loaded_now": loaded_now, "slot": my_slot(),
+                    "cache_in_my_slot": slot_of(CACHE["model"]) == my_slot()}
+        """,
+    "Libraries": """
+        import collections, datetime, decimal, json, logging, re, struct
+
+        import numpy as np
+        from PIL import Image
+
+
+        log = logging.getLogger("Libraries")
+
+        def handler(event, context):
+            words = re.findall(r"[a-z]+", event["text"])
+            pattern = re.compile("(" + "|".join(words) + ")+")  # cached by re, purged
+            counts = collections.Counter(words)
+            when = datetime.datetime.strptime("2026-11-22", "%Y-%m-%d")
+            packed = struct.unpack("<3I", struct.pack("<3I", 1, 2, 3))
+            total = decimal.Decimal("1.10") + decimal.Decimal("2.20")
+            log.info("counted %d words", len(words))
+            array = np.arange(12, dtype=np.float64).reshape(3, 4)
+            image = Image.new("L", (8, 8), color=7)
+            cycle = []
+            cycle.append(cycle)  # garbage cycles, collected inside the domain
+            return {"words": sorted(counts), "match": bool(pattern.match("ab")),
+                    "day": when.day, "packed": list(packed), "total": str(total),
+                    "array_sum": float(array.sum()), "pixels": sum(image.getdata()),
+                    "json": json.loads(json.dumps({"a": [1]})),
+                    "counter_in_my_slot": slot_of(counts) == my_slot()}
+        """,
+    "Produce": """
+        def handler(event, context):
+            return {"text": "made by Produce " * 3, "items": list(range(5))}
+        """,
+    "Consume": """
+
+        def handler(event, context):
+            data = event["produced"]
+            return {"text": data["text"], "items": data["items"],
+                    "input_text_shared": slot_of(data["text"]) is None,
+                    "input_copy_in_my_slot": slot_of(data) == my_slot()}
+        """,
+    "Escape": """
+        import sys
+
+        def handler(event, context):
+            # A list every function and the Orchestrator share.
+            sys.warnoptions.append({"secret": "kept from a private heap"})
+            return {"ok": True}
+        """,
+    "Fail": """
+        def handler(event, context):
+            if event.get("fail"):
+                raise ValueError("asked to fail: " + "x" * 10)
+            return {"ok": True}
+        """,
+    "Count": """
+        SEEN = []
+
+        def handler(event, context):
+            SEEN.append(event)
+            return len(SEEN)
+        """,
+    # Reads memory at an address it was handed: another function's object.
+    "Peek": """
+        import ctypes
+
+        def handler(event, context):
+            return {"bytes": ctypes.string_at(event["address"], 8).hex()}
+        """,
+}
+
+
+def write_mpk_app(root: Path, workflow: dict) -> Path:
+    return write_app(root, workflow, {name: WHERE + textwrap.dedent(source)
+                                      for name, source in FUNCTIONS.items()})
+
+
+WARM = chain(
+    ("Model1", task("Model", ResultPath="$.model1")),
+    ("Model2", task("Model", ResultPath="$.model2")),
+    ("Lazy1", task("Lazy", ResultPath="$.lazy1")),
+    ("Lazy2", task("Lazy", ResultPath="$.lazy2")),
+    ("Lazy3", task("Lazy", ResultPath="$.lazy3")),
+    ("Libraries", task("Libraries", ResultPath="$.libraries")),
+    ("Produce", task("Produce", ResultPath="$.produced")),
+    ("Consume", task("Consume", ResultPath="$.consumed")),
+)
+
+ESCAPE = chain(("Escape", task("Escape")), ("After", task("Fail")))
+
+# A failed function, caught, then a clean one, then the same function succeeding.
+FAIL_THEN_CLEAN = chain(
+    ("Fail", task("Fail", Parameters={"fail": True}, ResultPath="$.failed",
+                  Catch=[{"ErrorEquals": ["ValueError"], "ResultPath": "$.caught",
+                          "Next": "Again"}])),
+    ("Again", task("Fail", Parameters={"fail": False}, ResultPath="$.again")),
+)
+
+FIFTY = {"StartAt": "Each", "States": {"Each": {
+    "Type": "Map", "ItemsPath": "$.items", "MaxConcurrency": 1, "End": True,
+    "ItemProcessor": {"StartAt": "Count", "States": {"Count": task("Count")}}}}}
+
+# Model leaks its object's address in its result; Peek reads it from its own domain.
+PEEK = chain(("Model", task("Model", ResultPath="$.model")),
+             ("Peek", task("Peek", Parameters={"address.$": "$.model.model_address"})))

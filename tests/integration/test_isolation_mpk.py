@@ -1,0 +1,95 @@
+"""``--isolation mpk`` end to end, natively: private heaps without hardware keys.
+
+This host has no ``pku``, so ``_faastlane`` runs its no-keys implementation: the same
+slots, heaps, gates and bookkeeping, nothing enforced. Everything here that concerns
+*placement* (what lives in which heap), promotion, escapes, and outputs is therefore
+real; what the hardware adds (a fault on a foreign read) is proved by
+``test_isolation_mpk_qemu.py`` with the same apps.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .apps import faastlane
+from .mpk_apps import ESCAPE, FAIL_THEN_CLEAN, FIFTY, PEEK, WARM, write_mpk_app
+
+pytest.importorskip("_faastlane", reason="needs the cpython-mpk runtime (make test)")
+
+MPK = ("--isolation", "mpk")
+
+
+def run(app: Path, *args: str, payload: object = None) -> tuple[int, object, str]:
+    done = faastlane("run", str(app), "--input", json.dumps(payload or {}), *MPK, *args)
+    try:
+        output = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        output = None
+    return done.code, output, done.stderr
+
+
+def test_warm_state_stays_in_each_functions_heap(tmp_path: Path) -> None:
+    code, out, err = run(write_mpk_app(tmp_path / "app", WARM),
+                         payload={"text": "ab ab cd ef"})
+    assert code == 0, err
+    model1, model2 = out["model1"], out["model2"]
+    # Module-level set-up ran once, inside the function's own heap; reused warm.
+    assert model1["model_in_my_slot"] and model1["weights_in_my_slot"]
+    assert (model1["calls"], model2["calls"]) == (1, 2)
+    assert model1["model_address"] == model2["model_address"]
+    # Lazy caching into a module global: loaded on the first call only, privately.
+    lazy = [out[f"lazy{i}"] for i in (1, 2, 3)]
+    assert [x["loaded_now"] for x in lazy] == [True, False, False]
+    assert all(x["cache_in_my_slot"] for x in lazy)
+    # Every function has its own domain.
+    assert len({model1["slot"], lazy[0]["slot"]}) == 2
+    libraries = out["libraries"]
+    assert libraries == {"words": ["ab", "cd", "ef"], "match": True, "day": 22,
+                         "packed": [1, 2, 3], "total": "3.30", "array_sum": 66.0,
+                         "pixels": 7 * 64, "json": {"a": [1]},
+                         "counter_in_my_slot": True}
+    # A result is promoted by value: the next function sees it, its strings shared.
+    assert out["consumed"] == {"text": "made by Produce " * 3, "items": [0, 1, 2, 3, 4],
+                               "input_text_shared": True, "input_copy_in_my_slot": True}
+
+
+def test_trace_and_plan_show_the_mode(tmp_path: Path) -> None:
+    app = write_mpk_app(tmp_path / "app", PEEK)
+    out_dir = tmp_path / "action"
+    done = faastlane("compose", str(app), "-o", str(out_dir), *MPK)
+    assert done.code == 0, done.stderr
+    plan = json.loads((out_dir / "plan.json").read_text())
+    assert plan["isolation"]["mode"] == "mpk"
+    assert "private heap" in plan["isolation"]["reason"]
+    code, _, err = run(app, "--trace")
+    assert code == 0, err
+    header = json.loads(next(line for line in err.splitlines() if '"workflow"' in line))
+    assert header["isolation"] == "mpk" and header["mpk"] == "no-keys"
+
+
+def test_an_escape_fails_the_function_and_names_it(tmp_path: Path) -> None:
+    code, out, err = run(write_mpk_app(tmp_path / "app", ESCAPE))
+    assert code == 1, err
+    assert out["Error"] == "Faastlane.IsolationError"
+    assert "function 'Escape'" in out["Cause"]
+    assert "left private objects reachable from shared state: a shared list" in out["Cause"]
+
+
+def test_a_failed_invocation_leaves_the_next_clean(tmp_path: Path) -> None:
+    code, out, err = run(write_mpk_app(tmp_path / "app", FAIL_THEN_CLEAN))
+    assert code == 0, err
+    assert out["caught"]["Error"] == "ValueError"
+    cause = json.loads(out["caught"]["Cause"])
+    assert cause["errorMessage"] == "asked to fail: " + "x" * 10
+    assert any("Fail.py" in line for line in cause["stackTrace"])
+    assert out["again"] == {"ok": True}
+
+
+def test_fifty_sequential_invocations_in_one_domain(tmp_path: Path) -> None:
+    code, out, err = run(write_mpk_app(tmp_path / "app", FIFTY), "--threads-only",
+                         payload={"items": list(range(50))})
+    assert code == 0, err
+    assert out == list(range(1, 51))

@@ -1,0 +1,113 @@
+"""``--isolation mpk`` with real protection keys: QEMU's software CPU (``-cpu max``).
+
+One boot runs every case (``mpk_qemu_driver.py``); the apps are those of
+``test_isolation_mpk.py``, which checks the same workflows natively without keys. Here
+``FAASTLANE_MPK=on`` makes keys mandatory: a guest without them fails, never skips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .apps import ROOT
+from .examples import EXAMPLES
+from .mpk_apps import ESCAPE, FAIL_THEN_CLEAN, PEEK, WARM, write_mpk_app
+
+HARNESS = ROOT / "tests" / "mpk" / "qemu" / "run-in-qemu.sh"
+DRIVER = Path(__file__).with_name("mpk_qemu_driver.py")
+QEMU_TIMEOUT_S = 1800
+HARNESS_SETUP_FAILED = 126
+
+
+def _run(app: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "faastlane", "run", str(app), *args]
+
+
+def _example(name: str, isolation: str) -> list[str]:
+    return _run(EXAMPLES / name, "--input-file", str(EXAMPLES / name / "input.json"),
+                "--isolation", isolation)
+
+
+@pytest.fixture(scope="module")
+def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Every case's ``{"code", "stdout", "stderr"}``, from one QEMU boot."""
+    tmp = tmp_path_factory.mktemp("mpk-qemu")
+    peek = write_mpk_app(tmp / "peek", PEEK)
+    cases = [
+        {"name": "peek", "argv": _run(peek, "--isolation", "mpk")},
+        {"name": "peek-none", "argv": _run(peek, "--isolation", "none")},
+        {"name": "warm", "argv": _run(write_mpk_app(tmp / "warm", WARM), "--isolation", "mpk",
+                                      "--input", json.dumps({"text": "ab ab cd ef"}))},
+        {"name": "escape", "argv": _run(write_mpk_app(tmp / "escape", ESCAPE),
+                                        "--isolation", "mpk")},
+        {"name": "fail-then-clean", "argv": _run(
+            write_mpk_app(tmp / "fail", FAIL_THEN_CLEAN), "--isolation", "mpk")},
+        {"name": "finra-mpk", "argv": _example("finra", "mpk")},
+        {"name": "finra-none", "argv": _example("finra", "none")},
+        {"name": "ml-predict-mpk", "argv": _example("ml-predict", "mpk")},
+    ]
+    cases_file = tmp / "cases.json"
+    cases_file.write_text(json.dumps(cases))
+    env = dict(os.environ, QEMU_TIMEOUT=str(QEMU_TIMEOUT_S), FAASTLANE_MPK="on")
+    proc = subprocess.run([str(HARNESS), str(ROOT), sys.executable, str(DRIVER),
+                           str(cases_file)], capture_output=True, text=True, env=env,
+                          timeout=QEMU_TIMEOUT_S + 120)
+    if proc.returncode == HARNESS_SETUP_FAILED:
+        pytest.fail(f"QEMU IS UNAVAILABLE (a failure, not a skip):\n{proc.stderr[-4000:]}",
+                    pytrace=False)
+    results = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("MPKCASE "):
+            case = json.loads(line.removeprefix("MPKCASE "))
+            results[case.pop("name")] = case
+    assert len(results) == len(cases), (
+        f"the guest ran {len(results)} of {len(cases)} cases (exit {proc.returncode}):\n"
+        f"{(proc.stdout + proc.stderr)[-6000:]}")
+    return results
+
+
+def _output(guest: dict[str, dict[str, Any]], name: str, code: int = 0) -> Any:
+    case = guest[name]
+    assert case["code"] == code, f"{name}: exit {case['code']}\n{case['stderr']}"
+    return json.loads(case["stdout"])
+
+
+def test_reading_another_functions_heap_stops_the_workflow_naming_both(
+        guest: dict[str, dict[str, Any]]) -> None:
+    out = _output(guest, "peek", code=1)
+    assert out["Error"] == "Faastlane.IsolationViolation"
+    assert "function 'Peek' touched the private heap of function 'Model'" in out["Cause"]
+    # Control: without isolation the same read succeeds (so the test can fail).
+    assert len(_output(guest, "peek-none")["bytes"]) == 16
+
+
+def test_warm_state_promotion_and_libraries_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    out = _output(guest, "warm")
+    assert (out["model1"]["calls"], out["model2"]["calls"]) == (1, 2)
+    assert [out[f"lazy{i}"]["loaded_now"] for i in (1, 2, 3)] == [True, False, False]
+    assert out["libraries"]["array_sum"] == 66.0 and out["libraries"]["total"] == "3.30"
+    assert out["consumed"]["text"] == "made by Produce " * 3
+
+
+def test_escape_and_failure_under_keys(guest: dict[str, dict[str, Any]]) -> None:
+    escape = _output(guest, "escape", code=1)
+    assert escape["Error"] == "Faastlane.IsolationError"
+    assert "function 'Escape'" in escape["Cause"]
+    clean = _output(guest, "fail-then-clean")
+    assert clean["caught"]["Error"] == "ValueError" and clean["again"] == {"ok": True}
+
+
+def test_examples_give_the_same_outputs_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    expected = json.loads((EXAMPLES / "finra" / "expected.json").read_text())
+    assert _output(guest, "finra-mpk") == _output(guest, "finra-none") == expected
+    assert _output(guest, "ml-predict-mpk") == json.loads(
+        (EXAMPLES / "ml-predict" / "expected.json").read_text())
