@@ -31,13 +31,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from . import trace
-from .errors import RUNTIME, StatesError
+from .errors import RUNTIME, TIMEOUT, StatesError
 from .forking import Outcome, run_forked
 from .functions import EXIT_ERROR
 from .invokers import Invoker, invoker_from_environ
@@ -345,10 +346,16 @@ class Spiller:
         local_workers = min(workers, share) if share else workers
         if len(groups) == 1:
             began = time.monotonic()
-            outcomes = run_forked(work, local_workers, describe=describe,
-                                  stop_on_error=stop_on_error, deadline=execution.deadline)
+            outcomes = _on_pool(execution, state, work, local_workers, describe,
+                                stop_on_error)
+            if outcomes is None:
+                outcomes = run_forked(work, local_workers, describe=describe,
+                                      stop_on_error=stop_on_error, deadline=execution.deadline)
             _learn(key, time.monotonic() - began, count, local_workers)
             return outcomes
+        if _pool_takes(execution, state, [work[i] for i in groups[0]]):
+            return self._run_with_pool(execution, state, work, inputs, groups, local_workers,
+                                       share, describe, stop_on_error)
         local = groups[0]
 
         def local_group() -> dict[str, Any]:
@@ -388,12 +395,80 @@ class Spiller:
         return [o if o is not None else Outcome(error=StatesError(EXIT_ERROR, "lost"))
                 for o in merged]
 
+    def _run_with_pool(self, execution: Execution, state: State,
+                       work: Sequence[Callable[[], Any]], inputs: Sequence[Any],
+                       groups: list[list[int]], workers: int, share: int,
+                       describe: Callable[[int], str], stop_on_error: bool
+                       ) -> list[Outcome]:
+        """The first group on this container's warm pool workers, while threads await the
+        remote groups (no fork happens meanwhile: the workers were forked at load).
+
+        A group too big to send without a store joins the local one. Under
+        ``stop_on_error`` a local failure stops waiting for the remote groups (their
+        jobs report that they were cancelled); a remote failure fails its group's jobs.
+        """
+        requests = [(jobs, self._request(execution, state, jobs, inputs, share,
+                                         stop_on_error)) for jobs in groups[1:]]
+        local = groups[0] + [i for jobs, body in requests if body is None for i in jobs]
+        remote = [(jobs, body) for jobs, body in requests if body is not None]
+        answers: list[Outcome | None] = [None] * len(remote)
+
+        def await_group(k: int) -> None:
+            jobs, body = remote[k]
+            try:
+                answers[k] = Outcome(value=self._send(execution, state, jobs, body,
+                                                      stop_on_error))
+            except StatesError as err:
+                answers[k] = Outcome(error=err)
+            except Exception as err:  # noqa: BLE001 - becomes the group's ASL error
+                answers[k] = Outcome(error=StatesError(EXIT_ERROR, f"{describe(jobs[0])}: "
+                                                                   f"{err!r}"))
+
+        threads = [threading.Thread(target=await_group, args=(k,), daemon=True,
+                                    name=f"faastlane-group-{k}") for k in range(len(remote))]
+        for thread in threads:
+            thread.start()
+        began = time.monotonic()
+        here = _on_pool(execution, state, [work[i] for i in local], workers,
+                        lambda k: describe(local[k]), stop_on_error)
+        if here is None:  # every pool worker busy with another instance: fork after all
+            here = run_forked([work[i] for i in local], workers,
+                              describe=lambda k: describe(local[k]),
+                              stop_on_error=stop_on_error, deadline=execution.deadline)
+        _learn(self.key_of(state), time.monotonic() - began, len(local), workers)
+        merged: list[Outcome | None] = [None] * len(work)
+        for index, outcome in zip(local, here, strict=True):
+            merged[index] = outcome
+        failed = stop_on_error and _first_failure(here) is not None
+        for thread, (jobs, _), k in zip(threads, remote, range(len(remote)), strict=True):
+            if not failed:
+                thread.join(None if execution.deadline is None
+                            else max(0.0, execution.deadline - time.monotonic()))
+            answer = answers[k]
+            if answer is None:
+                error = (StatesError(EXIT_ERROR, f"cancelled: another branch of "
+                                                 f"{state.name!r} failed") if failed
+                         else StatesError(TIMEOUT, f"the group of {describe(jobs[0])} did "
+                                                   f"not finish in time"))
+                answer = Outcome(error=error, cancelled=failed)
+            for position, index in enumerate(jobs):
+                if answer.error is not None:
+                    merged[index] = Outcome(error=answer.error, cancelled=answer.cancelled)
+                else:
+                    values = answer.value if isinstance(answer.value, list) else []
+                    merged[index] = outcome_from_json(
+                        values[position] if position < len(values) else None,
+                        describe(index))
+        return [o if o is not None else Outcome(error=StatesError(EXIT_ERROR, "lost"))
+                for o in merged]
+
     # ----------------------------------------------------------------- the caller side
 
-    def _invoke(self, execution: Execution, state: State, jobs: list[int],
-                inputs: Sequence[Any], max_concurrency: int, stop_on_error: bool
-                ) -> list[dict[str, Any]]:
-        """Body of the child awaiting one remote group: its outcomes as JSON."""
+    def _request(self, execution: Execution, state: State, jobs: list[int],
+                 inputs: Sequence[Any], max_concurrency: int, stop_on_error: bool
+                 ) -> dict[str, Any] | None:
+        """The sub-workflow request of one group; None when it is over the payload limit
+        and no store is configured (the group then runs here)."""
         assert self.invoker is not None
         request: dict[str, Any] = {
             "state": self.key_of(state), "jobs": jobs, **pack_inputs([inputs[i] for i in jobs]),
@@ -402,12 +477,31 @@ class Spiller:
             "remaining": execution.remaining(), "stop_on_error": stop_on_error,
             "max_concurrency": max_concurrency, "reply_limit": self.invoker.payload_limit,
         }
-        body = {GROUP_KEY: request}
+        if len(json.dumps({GROUP_KEY: request}, separators=(",", ":"))) \
+                <= self.invoker.payload_limit:
+            return {GROUP_KEY: request}
+        if self.store is None:
+            return None
+        return {GROUP_KEY: request, STORED_KEY: True}
+
+    def _invoke(self, execution: Execution, state: State, jobs: list[int],
+                inputs: Sequence[Any], max_concurrency: int, stop_on_error: bool
+                ) -> list[dict[str, Any]]:
+        """Body of the child awaiting one remote group: its outcomes as JSON."""
+        body = self._request(execution, state, jobs, inputs, max_concurrency, stop_on_error)
+        if body is None:
+            return self._run_here(execution, state, jobs, inputs, stop_on_error)
+        return self._send(execution, state, jobs, body, stop_on_error)
+
+    def _send(self, execution: Execution, state: State, jobs: list[int],
+              body: dict[str, Any], stop_on_error: bool) -> list[dict[str, Any]]:
+        """Invoke a copy with one group's request (through the store when it is marked
+        too big to send); its outcomes as JSON."""
+        assert self.invoker is not None
         stored = None
-        if len(json.dumps(body, separators=(",", ":"))) > self.invoker.payload_limit:
-            if self.store is None:
-                return self._run_here(execution, state, jobs, inputs, stop_on_error)
-            stored = self.store.put_json(request, "group")
+        if body.pop(STORED_KEY, False):
+            assert self.store is not None
+            stored = self.store.put_json(body[GROUP_KEY], "group")
             body = {GROUP_KEY: {STORED_KEY: stored}}
         started = trace.now()
         try:
@@ -451,6 +545,35 @@ class Spiller:
         return _group_answer(outcomes, stop_on_error)
 
 
+def _pool_takes(execution: Execution, state: State, work: Sequence[Any]) -> bool:
+    """Whether this container's warm pool can run ``work`` (isolation none, trusted
+    functions, ...: see forkpool.py). The pool refuses sections of an execution that
+    may spill, as their branches could need this activation's credentials; a group that
+    reaches here is already placed, and a nested section never spills, so the pool is
+    asked as for an execution that does not spill."""
+    pool = getattr(execution, "forkpool", None)
+    if pool is None or not work:
+        return False
+    saved, execution.spiller = execution.spiller, None
+    try:
+        return bool(pool.accepts(execution, state, work))
+    finally:
+        execution.spiller = saved
+
+
+def _on_pool(execution: Execution, state: State, work: Sequence[Any], workers: int,
+             describe: Callable[[int], str], stop_on_error: bool) -> list[Outcome] | None:
+    """``work`` on the warm pool's workers; None when the pool does not take it."""
+    if not _pool_takes(execution, state, work):
+        return None
+    pool = execution.forkpool  # type: ignore[attr-defined]
+    saved, execution.spiller = execution.spiller, None
+    try:
+        return pool.run(execution, state, work, workers, describe, stop_on_error)
+    finally:
+        execution.spiller = saved
+
+
 def _job(state: State, index: int, data: Any, execution: Execution) -> Callable[[], Any]:
     from .states import run_machine  # states imports execution, which imports this module
 
@@ -469,6 +592,7 @@ def is_group_request(params: Any) -> bool:
 def serve_group(orchestrator: Orchestrator, params: dict[str, Any]) -> dict[str, Any]:
     """The sub-workflow entry: run one group of a Parallel/Map for another copy."""
     from .execution import Execution  # noqa: PLC0415 (import cycle through states)
+    from .states import BranchJob  # noqa: PLC0415
 
     store = ObjectStore.from_environ()
     request = params[GROUP_KEY]
@@ -490,14 +614,24 @@ def serve_group(orchestrator: Orchestrator, params: dict[str, Any]) -> dict[str,
         execution.spiller = Spiller(orchestrator.workflow, options, None, None)
         variables = request.get("variables") or {}
         execution.variables = Variables(variables, sum(encoded_size(v) for v in variables.values()))
-        work = [_job(state, i, data, execution) for i, data in zip(jobs, inputs, strict=False)]
+        # The container's warm pool workers when it takes the group, a fork per worker
+        # otherwise (as for any Parallel/Map here).
+        execution.forkpool = getattr(orchestrator, "pool", None)  # type: ignore[attr-defined]
+        work = [BranchJob.make(state, i, job_machine(state, i), data, execution)
+                for i, data in zip(jobs, inputs, strict=False)]
         workers = options.cpu_budget()
         if request.get("max_concurrency", 0) > 0:
             workers = min(workers, request["max_concurrency"])
         started = time.monotonic()
-        outcomes = run_forked(work, workers, stop_on_error=request.get("stop_on_error", True),
-                              deadline=execution.deadline,
-                              describe=lambda k: f"job {jobs[k]} of {state.name!r}")
+        stop_on_error = request.get("stop_on_error", True)
+
+        def describe(k: int) -> str:
+            return f"job {jobs[k]} of {state.name!r}"
+
+        outcomes = _on_pool(execution, state, work, workers, describe, stop_on_error)
+        if outcomes is None:
+            outcomes = run_forked(work, workers, stop_on_error=stop_on_error,
+                                  deadline=execution.deadline, describe=describe)
     except StatesError as err:
         return _failed_answer(err)
     answer = {OUTCOMES_KEY: [outcome_to_json(o) for o in outcomes],
