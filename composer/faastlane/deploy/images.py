@@ -155,6 +155,12 @@ def _content_digest(folder: str) -> str:
 def dockerfile(base: BaseImage, recipe: ImageRecipe) -> str:
     lines = [f"# Built by faastlane: {recipe.repo} on {base.ref}", f"FROM {base.ref}"]
     lines += [f"COPY layer{i}/ {layer.target}/" for i, layer in enumerate(recipe.layers)]
+    # Bytecode by the image's own interpreter: Lambda's file system is read-only, so
+    # without it every cold start compiles scipy and scikit-learn again (measured on
+    # ml-predict: its imports take 12-15 s instead of 5 s). A file that does not compile
+    # (a package's Python 2 test data) must not fail the build; importing it would.
+    targets = " ".join(sorted({layer.target for layer in recipe.layers}))
+    lines.append(f"RUN {base.python} -m compileall -q -j0 {targets} >/dev/null || true")
     lines += [f"COPY inspection.json {RECORD_IN_IMAGE}",
               f'LABEL org.faastlane.base="{base.ref}" '
               f'org.faastlane.inspection="{RECORD_IN_IMAGE}"', *recipe.settings]
@@ -162,7 +168,9 @@ def dockerfile(base: BaseImage, recipe: ImageRecipe) -> str:
 
 
 def _link_tree(source: str, target: str) -> None:
-    """Hard links where the file system allows (hundreds of MB of packages), else copies."""
+    """Hard links where the file system allows (hundreds of MB of packages), else copies.
+    Bytecode is left out: pip compiled it for this machine's Python, maybe not the
+    image's; the image compiles its own (:func:`dockerfile`)."""
     def link(src: str, dst: str) -> None:
         try:
             os.link(src, dst)
