@@ -156,9 +156,10 @@ def dockerfile(base: BaseImage, recipe: ImageRecipe) -> str:
     lines = [f"# Built by faastlane: {recipe.repo} on {base.ref}", f"FROM {base.ref}"]
     lines += [f"COPY layer{i}/ {layer.target}/" for i, layer in enumerate(recipe.layers)]
     # Bytecode by the image's own interpreter: Lambda's file system is read-only, so
-    # without it every cold start compiles scipy and scikit-learn again (measured on
-    # ml-predict: its imports take 12-15 s instead of 5 s). A file that does not compile
-    # (a package's Python 2 test data) must not fail the build; importing it would.
+    # without it every cold start compiles scipy and scikit-learn again (ml-predict's
+    # imports, back to back on one loaded host: 24-28 s without, 10-11 s with). A file
+    # that does not compile (a package's Python 2 test data) must not fail the build;
+    # importing it would.
     targets = " ".join(sorted({layer.target for layer in recipe.layers}))
     lines.append(f"RUN {base.python} -m compileall -q -j0 {targets} >/dev/null || true")
     lines += [f"COPY inspection.json {RECORD_IN_IMAGE}",
