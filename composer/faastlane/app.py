@@ -35,7 +35,7 @@ _ENTRIES = (("handler", LAMBDA), ("lambda_handler", LAMBDA), ("main", OPENWHISK)
 _PACKAGE_MODULES = ("lambda_function.py", "handler.py", "index.py", "__main__.py",
                     "__init__.py")
 _SETTINGS_KEYS = {"name": str, "isolation": str, "vcpus": int, "trusted": list,
-                  "untrusted": list, "sensitive": list,
+                  "untrusted": list, "sensitive": list, "kept_escapes": dict,
                   "inspector_waivers": list}  # checked by faastlane.inspect.waivers
 
 
@@ -50,6 +50,9 @@ class Settings:
     untrusted: tuple[str, ...] = ()
     sensitive: tuple[str, ...] = ()
     inspector_waivers: tuple[Any, ...] = ()  # files the binary inspector accepts, why
+    # isolation mpk: functions whose escapes are kept rather than failed, and why
+    # (cpython-mpk/PRIVATE_HEAPS.md section 5).
+    kept_escapes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -78,7 +81,8 @@ def load_app(path: str) -> App:
     settings = _load_settings(root, problems)
     functions = _discover_functions(root, problems)
     for names, key in ((settings.trusted, "trusted"), (settings.untrusted, "untrusted"),
-                       (settings.sensitive, "sensitive")):
+                       (settings.sensitive, "sensitive"),
+                       (tuple(settings.kept_escapes), "kept_escapes")):
         for index, name in enumerate(names):
             if name not in functions:
                 problems.append(Problem(f"/{key}/{index}",

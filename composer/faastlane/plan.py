@@ -159,7 +159,8 @@ def make_options(app: App, isolation: str, vcpus: int | None, threads_only: bool
                else placements(workflow, cpus, containers, parallel, load_costs()))
     return Options(isolation=isolation, parallel=parallel, processes_only=processes_only,
                    vcpus=cpus, max_containers=containers,
-                   placements={key: where for key, (where, _) in decided.items()})
+                   placements={key: where for key, (where, _) in decided.items()},
+                   kept_escapes=tuple(sorted(app.settings.kept_escapes)))
 
 
 def _describe(state: State, options: Options, decided: tuple[str, str] | None,

@@ -52,6 +52,8 @@ class Options:
     # one included), for the Parallel/Map states the plan places on "containers".
     max_containers: int = 1
     placements: dict[str, str] = field(default_factory=dict)  # plan key -> placement
+    # isolation mpk: functions whose escapes are kept (reported) instead of failing them.
+    kept_escapes: tuple[str, ...] = ()
 
     def cpu_budget(self) -> int:
         """Parallel workers: ``vcpus``, else the CPUs the cpuset and CPU quota allow."""
@@ -161,7 +163,8 @@ class Execution:
     def call_function(self, state_name: str, function: str, event: Any,
                       timeout_seconds: float | None, placement: str) -> Any:
         """Run one function invocation where the plan says; return its detached result."""
-        loaded = self.functions.get(function, private=self.options.isolation == MPK)
+        loaded = self.functions.get(function, private=self.options.isolation == MPK,
+                                    keep_escapes=function in self.options.kept_escapes)
         where = self.function_placement(placement)
         limit = self.remaining(timeout_seconds)
         if where == PROCESS:

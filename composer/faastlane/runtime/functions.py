@@ -150,11 +150,11 @@ class FunctionRegistry:
         self._loaded: dict[str, LoadedFunction] = {}
         self._private: dict[str, Invocable] = {}
 
-    def preload(self, private: bool = False) -> None:
+    def preload(self, private: bool = False, kept_escapes: tuple[str, ...] = ()) -> None:
         """Run every function's module-level set-up once per container, as on Lambda;
         ``private``: each inside its own private heap (``--isolation mpk``)."""
         for name in self.specs:
-            self.get(name, private)
+            self.get(name, private, name in kept_escapes)
 
     def _spec(self, name: str) -> FunctionSpec:
         spec = self.specs.get(name)
@@ -162,14 +162,14 @@ class FunctionRegistry:
             raise StatesError("Lambda.ResourceNotFoundException", f"Function not found: {name}")
         return spec
 
-    def get(self, name: str, private: bool = False) -> Invocable:
+    def get(self, name: str, private: bool = False, keep_escapes: bool = False) -> Invocable:
         """The function, imported on first use: shared, or in its private heap."""
         if private:
             found = self._private.get(name)
             if found is None:
                 from .private_heaps import load  # it imports this module
 
-                found = self._private[name] = load(self.root, self._spec(name))
+                found = self._private[name] = load(self.root, self._spec(name), keep_escapes)
             return found
         loaded = self._loaded.get(name)
         if loaded is None:

@@ -59,7 +59,8 @@ class Orchestrator:
         plan = os.path.join(root, "plan.json")
         self.options = options or (load_options(plan) if os.path.exists(plan) else Options())
         self.functions = FunctionRegistry(root, functions)
-        self.functions.preload(private=self.options.isolation == MPK)
+        self.functions.preload(private=self.options.isolation == MPK,
+                               kept_escapes=self.options.kept_escapes)
         # Warm workers for Parallel/Map, forked now that every module is imported.
         self.pool = ForkPool(name, workflow, self.functions, untrusted_functions(plan))
         if self.pool.wanted(self.options):
