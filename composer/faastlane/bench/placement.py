@@ -135,7 +135,9 @@ def profile_platform(vcpus: int, scratch: Path) -> dict[str, Any]:
     container = ActionProcess(str(scratch), set(cpu_sets(vcpus, 1)[0]))
     controller = Controller([container])
     try:
-        code = base64.b64encode(targets.probe_zip(str(scratch))).decode()
+        folder = scratch / f"probe-{vcpus}"
+        folder.mkdir(exist_ok=True)
+        code = base64.b64encode(targets.probe_zip(str(folder))).decode()
         status, body = container.post("/init", {"value": {"main": "main", "binary": True,
                                                           "code": code}})
         if status != 200:

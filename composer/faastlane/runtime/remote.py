@@ -219,7 +219,9 @@ PLAN_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file_
                          "plan.json")
 DEFAULT_INVOKE_MS, DEFAULT_TRANSFER_MS_PER_MB = 40.0, 20.0  # profiler/costs.py's defaults
 _ROUND_MS: dict[str, float] = {}  # plan key -> ms one round of its jobs took here
+_INVOKE_MS: dict[str, float] = {}  # plan key -> ms a remote group cost beyond its rounds
 _HANDOFF: dict[str, dict[str, Any]] | None = None
+_SERVED = 0  # groups this process served for other copies
 
 
 def plan_handoff(path: str = PLAN_FILE) -> dict[str, dict[str, Any]]:
@@ -265,6 +267,18 @@ def _learn(key: str, seconds: float, jobs: int, workers: int) -> None:
     measured = seconds * 1000 / max(1, math.ceil(jobs / max(1, workers)))
     known = _ROUND_MS.get(key)
     _ROUND_MS[key] = measured if known is None else (known + measured) / 2
+
+
+def _learn_invoke(key: str, seconds: float | None, jobs: int, workers: int) -> None:
+    """Remember what sending a group of this state really cost from this container: its
+    wall time beyond its rounds at this container's round time (the invocation, the
+    queueing, a slower or busier copy). It replaces the profile's ``invoke_ms``."""
+    round_ms = _ROUND_MS.get(key)
+    if seconds is None or round_ms is None:
+        return
+    measured = max(0.0, seconds * 1000 - math.ceil(jobs / max(1, workers)) * round_ms)
+    known = _INVOKE_MS.get(key)
+    _INVOKE_MS[key] = measured if known is None else (known + measured) / 2
 
 
 # --------------------------------------------------------------------- the spiller
@@ -322,12 +336,15 @@ class Spiller:
         if os.environ.get(SPILL_ENV) == ALWAYS or round_ms is None:
             return groups
         count = len(inputs)
-        handoff = plan_handoff().get(key, {})
+        handoff = dict(plan_handoff().get(key, {}))
+        if key in _INVOKE_MS:  # observed from here beats the profile's figure
+            handoff["invoke_ms"] = _INVOKE_MS[key]
         chosen, estimates = choose_containers(
             count, workers, len(groups), round_ms, handoff,
             lambda jobs: len(json.dumps(pack_inputs(inputs[:jobs]), separators=(",", ":"))))
         trace.record(state=state.name, type="Placement", containers=chosen,
-                     round_ms=round(round_ms, 3), estimates_ms=estimates)
+                     round_ms=round(round_ms, 3), estimates_ms=estimates,
+                     invoke_ms=handoff.get("invoke_ms"), observed=key in _INVOKE_MS)
         if chosen == len(groups):
             return groups
         return split(count, math.ceil(count / chosen), chosen)
@@ -368,9 +385,18 @@ class Spiller:
             return {"outcomes": _group_answer(outcomes, stop_on_error),
                     "seconds": time.monotonic() - began}
 
-        def remote_group(jobs: list[int]) -> Callable[[], list[dict[str, Any]]]:
-            return lambda: self._invoke(execution, state, jobs, inputs, share,
-                                        stop_on_error)
+        def remote_group(jobs: list[int]) -> Callable[[], dict[str, Any]]:
+            def await_answer() -> dict[str, Any]:
+                began = time.monotonic()
+                body = self._request(execution, state, jobs, inputs, share, stop_on_error)
+                if body is None:
+                    return {"outcomes": self._run_here(execution, state, jobs, inputs,
+                                                       stop_on_error), "seconds": None}
+                outcomes, warm = self._send(execution, state, jobs, body, stop_on_error)
+                # A copy's first activation may include its cold start: not a hand-off.
+                return {"outcomes": outcomes,
+                        "seconds": time.monotonic() - began if warm else None}
+            return await_answer
 
         jobs = [local_group] + [remote_group(g) for g in groups[1:]]
         answers = run_forked(jobs, len(jobs), stop_on_error=stop_on_error,
@@ -378,10 +404,13 @@ class Spiller:
                              describe=lambda g: f"the group of {describe(groups[g][0])} "
                                                 f"and {len(groups[g]) - 1} more")
         merged: list[Outcome | None] = [None] * count
-        here = answers[0].value if answers else None
-        if isinstance(here, dict):  # the local group: its outcomes and how long it took
-            _learn(key, here["seconds"], len(local), local_workers)
-            answers[0] = replace(answers[0], value=here["outcomes"])
+        for g, answer in enumerate(answers):  # each group: its outcomes and its time
+            if isinstance(answer.value, dict):
+                if g == 0:
+                    _learn(key, answer.value["seconds"], len(local), local_workers)
+                else:
+                    _learn_invoke(key, answer.value["seconds"], len(groups[g]), workers)
+                answers[g] = replace(answer, value=answer.value["outcomes"])
         for group, answer in zip(groups, answers, strict=False):
             trace.extend(answer.records)
             if answer.error is not None:
@@ -412,12 +441,15 @@ class Spiller:
         local = groups[0] + [i for jobs, body in requests if body is None for i in jobs]
         remote = [(jobs, body) for jobs, body in requests if body is not None]
         answers: list[Outcome | None] = [None] * len(remote)
+        took: list[float | None] = [None] * len(remote)
 
         def await_group(k: int) -> None:
             jobs, body = remote[k]
             try:
-                answers[k] = Outcome(value=self._send(execution, state, jobs, body,
-                                                      stop_on_error))
+                began = time.monotonic()
+                outcomes, warm = self._send(execution, state, jobs, body, stop_on_error)
+                answers[k] = Outcome(value=outcomes)
+                took[k] = time.monotonic() - began if warm else None
             except StatesError as err:
                 answers[k] = Outcome(error=err)
             except Exception as err:  # noqa: BLE001 - becomes the group's ASL error
@@ -445,6 +477,7 @@ class Spiller:
                 thread.join(None if execution.deadline is None
                             else max(0.0, execution.deadline - time.monotonic()))
             answer = answers[k]
+            _learn_invoke(self.key_of(state), took[k], len(jobs), workers)
             if answer is None:
                 error = (StatesError(EXIT_ERROR, f"cancelled: another branch of "
                                                  f"{state.name!r} failed") if failed
@@ -484,19 +517,11 @@ class Spiller:
             return None
         return {GROUP_KEY: request, STORED_KEY: True}
 
-    def _invoke(self, execution: Execution, state: State, jobs: list[int],
-                inputs: Sequence[Any], max_concurrency: int, stop_on_error: bool
-                ) -> list[dict[str, Any]]:
-        """Body of the child awaiting one remote group: its outcomes as JSON."""
-        body = self._request(execution, state, jobs, inputs, max_concurrency, stop_on_error)
-        if body is None:
-            return self._run_here(execution, state, jobs, inputs, stop_on_error)
-        return self._send(execution, state, jobs, body, stop_on_error)
-
     def _send(self, execution: Execution, state: State, jobs: list[int],
-              body: dict[str, Any], stop_on_error: bool) -> list[dict[str, Any]]:
+              body: dict[str, Any], stop_on_error: bool) -> tuple[list[dict[str, Any]], bool]:
         """Invoke a copy with one group's request (through the store when it is marked
-        too big to send); its outcomes as JSON."""
+        too big to send); its outcomes as JSON, and whether the copy had served a group
+        before (a warm copy: its time is a hand-off's, not a cold start's)."""
         assert self.invoker is not None
         stored = None
         if body.pop(STORED_KEY, False):
@@ -512,7 +537,8 @@ class Spiller:
         trace.record(state=state.name, type="RemoteGroup", platform=self.invoker.platform,
                      jobs=len(jobs), start=started, end=trace.now(),
                      stored=stored is not None)
-        return self._answer_outcomes(answer, len(jobs), stop_on_error)
+        warm = isinstance(answer, dict) and answer.get("warm") is True
+        return self._answer_outcomes(answer, len(jobs), stop_on_error), warm
 
     def _answer_outcomes(self, answer: Any, count: int, stop_on_error: bool
                          ) -> list[dict[str, Any]]:
@@ -634,7 +660,9 @@ def serve_group(orchestrator: Orchestrator, params: dict[str, Any]) -> dict[str,
                                   deadline=execution.deadline, describe=describe)
     except StatesError as err:
         return _failed_answer(err)
-    answer = {OUTCOMES_KEY: [outcome_to_json(o) for o in outcomes],
+    global _SERVED
+    _SERVED += 1
+    answer = {OUTCOMES_KEY: [outcome_to_json(o) for o in outcomes], "warm": _SERVED > 1,
               "seconds": round(time.monotonic() - started, 6)}
     limit = request.get("reply_limit")
     if limit and len(json.dumps(answer, separators=(",", ":"))) > limit:
