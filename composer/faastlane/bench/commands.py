@@ -36,6 +36,9 @@ def register(commands: Any) -> None:
                        help="only the placement figure (Fig. 9): FINRA 50-200 rules x vCPUs "
                             "per container, spilling to extra containers vs one container "
                             f"per function (default output {DEFAULT_RESULTS}/placement)")
+    bench.add_argument("--docker-image", metavar="IMAGE",
+                       help="with --placement: instead, check the process stand-ins against "
+                            "Docker containers of IMAGE (docker/build.sh runtime)")
 
     cost = commands.add_parser(
         "cost", help="dollar cost per execution: Step Functions vs one Faastlane Lambda",
@@ -59,6 +62,8 @@ def cmd_placement(args: argparse.Namespace) -> int:
     from . import placement
 
     config = placement.Config.quick_run() if args.quick else placement.Config()
+    if args.docker_image:
+        config = placement.Config.docker_check(args.docker_image)
     if args.rounds:
         config = placement.Config(**{**config.__dict__, "rounds": args.rounds})
     output = args.output or (Path(tempfile.mkdtemp(prefix="faastlane-bench-placement-"))

@@ -56,10 +56,18 @@ class Config:
     spill_to: tuple[int, ...] = (2, 4)  # containers in all, this one included
     rounds: int = 20
     warmup: int = 3
+    docker_image: str | None = None  # set: Docker containers against the process stand-ins
 
     @classmethod
     def quick_run(cls) -> Config:
         return cls(rules=(50, 200), vcpus=(1,), spill_to=(2,), rounds=2, warmup=1)
+
+    @classmethod
+    def docker_check(cls, image: str, rounds: int = 10) -> Config:
+        """One container and spilling to two, in Docker containers of the runtime image
+        and as pinned processes, interleaved: do the stand-ins tell the same story?"""
+        return cls(rules=(50, 200), vcpus=(1,), spill_to=(2,), rounds=rounds,
+                   docker_image=image)
 
 
 def cpu_sets(vcpus: int, containers: int) -> list[list[int]]:
@@ -83,6 +91,10 @@ def systems(vcpus: int, config: Config) -> dict[str, dict[str, Any]]:
     found = {ONE: faastlane(1, "always")}
     for containers in config.spill_to:
         found[f"Faastlane spill to {containers}"] = faastlane(containers, "always")
+    if config.docker_image:
+        for name, spec in list(found.items()):
+            found[f"{name} (Docker)"] = {**spec, "docker_image": config.docker_image}
+        return found
     found[f"Faastlane auto ({most})"] = faastlane(most, "auto")
     found[OPENWHISK] = {"system": "openwhisk", "app": str(FINRA), "pool_size": most,
                         "cpu_sets": cpu_sets(vcpus, most)}
@@ -277,8 +289,10 @@ def markdown(document: dict[str, Any]) -> str:
                 median = entry["end_to_end_ms"]["median"]
                 cell = f"{median:.0f} ({entry['end_to_end_ms']['p99']:.0f})"
                 if name != OPENWHISK:
-                    cell += (f"; x{stats.ratio(_median(point, OPENWHISK), median):.2f}"
-                             f"; vs 1c {stats.ratio(_median(point, ONE), median):.2f}"
+                    if OPENWHISK in point["systems"]:
+                        cell += f"; x{stats.ratio(_median(point, OPENWHISK), median):.2f}"
+                    one = f"{ONE} (Docker)" if name.endswith("(Docker)") else ONE
+                    cell += (f"; vs 1c {stats.ratio(_median(point, one), median):.2f}"
                              f"; groups {entry['remote_groups_median']:g}")
                 checks = entry["checks"]
                 if not checks["matches_reference"] or checks["matches_expected"] is False:

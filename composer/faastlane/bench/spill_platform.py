@@ -14,6 +14,7 @@ OpenWhisk, and the group runs in another container.
 from __future__ import annotations
 
 import base64
+import http.client
 import io
 import json
 import os
@@ -119,18 +120,61 @@ def _handler(controller: Controller) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class DockerAction(ActionProcess):
+    """The same container protocol in a real container of the runtime image
+    (``docker run --network host --cpuset-cpus ...``): for checking the process
+    stand-ins against Docker."""
+
+    def __init__(self, image: str, cpus: set[int]) -> None:
+        import subprocess
+
+        port = _free_port()
+        self.container = subprocess.run(
+            ["docker", "run", "-d", "--rm", "--network", "host", "--cpuset-cpus",
+             ",".join(map(str, sorted(cpus))), image, "--host", "127.0.0.1", "--port",
+             str(port)], capture_output=True, text=True, check=True).stdout.strip()
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+                self.connection.connect()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        self.connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.port = port
+        self.log_path = f"docker logs {self.container}"
+
+    def stop(self) -> None:
+        import subprocess
+
+        self.connection.close()
+        subprocess.run(["docker", "rm", "-f", self.container], capture_output=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 class SpillingSystem:
     """Worker system ``faastlane-containers``: spec ``planning`` (compose options),
-    ``cpu_sets`` (one per container, ``containers`` of them) and ``spill`` (the
-    containers' FAASTLANE_SPILL: ``always`` or ``auto``)."""
+    ``cpu_sets`` (one per container, ``containers`` of them), ``spill`` (the
+    containers' FAASTLANE_SPILL: ``always`` or ``auto``) and optionally
+    ``docker_image`` (containers of that image instead of pinned processes)."""
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.scratch = tempfile.mkdtemp(prefix="faastlane-bench-spill-")
         code = base64.b64encode(action_zip(spec["app"], spec["planning"], self.scratch))
         cpu_sets = [set(c) for c in spec["cpu_sets"]]
+        image = spec.get("docker_image")
         with ThreadPoolExecutor(max_workers=len(cpu_sets)) as pool:
-            self.containers = list(pool.map(lambda c: ActionProcess(self.scratch, c),
-                                            cpu_sets))
+            self.containers = list(pool.map(
+                lambda c: DockerAction(image, c) if image else ActionProcess(self.scratch, c),
+                cpu_sets))
         self.controller = Controller(self.containers)
         env = {"__OW_API_HOST": self.controller.url, "FAASTLANE_SPILL": spec["spill"]}
         for container in self.containers:
@@ -141,8 +185,6 @@ class SpillingSystem:
         self.connection_lock = threading.Lock()
 
     def run(self, execution_input: Any, traced: bool) -> RunResult:
-        import http.client
-
         body = json.dumps(execution_input).encode()
         connection = http.client.HTTPConnection("127.0.0.1", self.controller.server.server_port,
                                                 timeout=600)
