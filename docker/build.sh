@@ -40,7 +40,8 @@ BASE_REPO=faastlane/debian-base
 RUNTIME_REPO=faastlane/runtime
 # What the runtime image holds besides the interpreter: the action server and its child.
 PROXY_FILES=("$ROOT/composer/faastlane/runtime/action_server.py"
-             "$ROOT/composer/faastlane/runtime/action_launcher.py")
+             "$ROOT/composer/faastlane/runtime/action_launcher.py"
+             "$ROOT/composer/faastlane/runtime/fault_reports.py")
 
 note() { printf 'docker/build.sh: %s\n' "$*" >&2; }
 die() { printf 'docker/build.sh: error: %s\n' "$1" >&2; shift; for l in "$@"; do printf '  %s\n' "$l" >&2; done; exit 1; }

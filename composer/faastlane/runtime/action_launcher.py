@@ -50,6 +50,23 @@ def load_entry(action_dir: str, main: str) -> Callable[[Any], Any]:
     return entry
 
 
+def _report_faults(action_dir: str) -> None:
+    """Send protection-key faults to the log the server handed over (``mpk`` isolation:
+    the server names the functions when this process dies of one). Before the action
+    loads: its functions' domains are announced as they are created."""
+    if "FAASTLANE_FAULT_LOG" not in os.environ:
+        return
+    sys.path.insert(0, action_dir)
+    try:
+        from faastlane_runtime import fault_reports
+    except ImportError:
+        return  # not a Faastlane action
+    try:
+        fault_reports.adopt_log()
+    except ImportError:
+        pass  # a stock interpreter: no domains, nothing to report
+
+
 def activate(entry: Callable[[Any], Any], request: dict[str, Any]) -> Any:
     """One activation: ``__OW_*`` variables from the request, then ``main(value)``."""
     for key, value in request.items():
@@ -91,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = os.fdopen(args.result_fd, "w", encoding="utf-8")
     try:
+        _report_faults(os.path.abspath(args.action_dir))
         entry = load_entry(os.path.abspath(args.action_dir), args.main)
     except BaseException:
         traceback.print_exc(file=sys.stderr)

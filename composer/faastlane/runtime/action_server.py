@@ -43,6 +43,11 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, BinaryIO
 
+try:
+    from .fault_reports import read_fault
+except ImportError:  # run as a script: the runtime image holds fault_reports.py beside it
+    from fault_reports import read_fault  # type: ignore[no-redef]
+
 SENTINEL = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"
 ENTRY_FILE = "__main__.py"
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "action_launcher.py")
@@ -97,11 +102,18 @@ class Launcher:
 
     def __init__(self, action_dir: str, main: str, env: dict[str, str]) -> None:
         read_fd, write_fd = os.pipe()
+        # Where the child reports protection-key faults (isolation mpk), so that an
+        # activation it dies of can name the functions (fault_reports.py).
+        handle, path = tempfile.mkstemp(prefix="faastlane-faults-")
+        os.unlink(path)
+        self.fault_log = os.open(f"/proc/self/fd/{handle}", os.O_RDWR | os.O_APPEND)
+        os.close(handle)
         try:
             self.process = subprocess.Popen(
                 [sys.executable, LAUNCHER, action_dir, "--main", main,
                  "--result-fd", str(write_fd)],
-                stdin=subprocess.PIPE, pass_fds=(write_fd,), env={**os.environ, **env},
+                stdin=subprocess.PIPE, pass_fds=(write_fd, self.fault_log),
+                env={**os.environ, **env, "FAASTLANE_FAULT_LOG": str(self.fault_log)},
                 cwd=action_dir)
         finally:
             os.close(write_fd)
@@ -130,11 +142,20 @@ class Launcher:
             return None
         return self._answer()
 
+    def fault(self) -> str | None:
+        """The isolation violation the child died of, as ``Error: Cause``, if any."""
+        text = os.pread(self.fault_log, 1 << 20, 0).decode(errors="replace")
+        if "faastlane-fault:" not in text:
+            return None
+        found = read_fault(self.fault_log)
+        return None if found is None else ": ".join(found.error())
+
     def stop(self) -> None:
         if not self.exited():
             self.process.kill()
         self.process.wait()
         self.results.close()
+        os.close(self.fault_log)
 
 
 class ActionProxy:
@@ -184,8 +205,12 @@ class ActionProxy:
             finally:
                 write_sentinels()
             if response is None:
+                self.launcher.process.wait()
+                fault = self.launcher.fault()
                 self.launcher.stop()
                 self.launcher = None
+                if fault is not None:  # the action's error; the container is retired
+                    return json.dumps({"error": fault}).encode()
                 raise ProtocolError(HTTPStatus.BAD_REQUEST, "command exited")
         if not isinstance(json.loads(response), (dict, list)):
             raise ProtocolError(HTTPStatus.BAD_GATEWAY,

@@ -11,7 +11,8 @@ supervisor, seeing its child die of a signal, reads the log and reports
 memory it touched -- never a silent leak, never a hang.
 
 The log is an unlinked temporary file opened ``O_APPEND``: forked Parallel branches
-inherit it and write to the same place. Standard library only.
+inherit it and write to the same place. Standard library only, and no imports of the
+runtime's other modules: the action server (a script in the runtime image) reads logs too.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ import signal
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from .errors import StatesError
 
 ISOLATION_VIOLATION = "Faastlane.IsolationViolation"
 _FAULT = re.compile(r"faastlane-fault: (?P<fields>.*)")
@@ -77,13 +76,14 @@ class Fault:
     owner: str | None  # the function whose slot was touched, if any
     thread: str | None  # the function running on the faulting thread, if any
 
-    def error(self) -> StatesError:
+    def error(self) -> tuple[str, str]:
+        """The ASL error and cause to report."""
         who = f"function {self.thread!r}" if self.thread else "the Orchestrator"
         whose = (f"the private heap of function {self.owner!r}" if self.owner
                  else "memory of no live domain")
-        return StatesError(ISOLATION_VIOLATION,
-                           f"{who} touched {whose} at {self.address} (protection key "
-                           f"{self.pkey}): protection-key fault, the workflow was stopped")
+        return ISOLATION_VIOLATION, (f"{who} touched {whose} at {self.address} (protection "
+                                     f"key {self.pkey}): protection-key fault, the workflow "
+                                     "was stopped")
 
 
 def read_fault(log_fd: int | None = None) -> Fault | None:
@@ -107,21 +107,21 @@ def read_fault(log_fd: int | None = None) -> Fault | None:
     return None
 
 
-def died_of(signal_number: int) -> StatesError:
-    """What to report for a process that died of a signal: the isolation violation the
-    fault log explains, else the signal."""
+def died_of(signal_number: int) -> tuple[str, str]:
+    """The error and cause to report for a process that died of a signal: the isolation
+    violation the fault log explains, else the signal."""
     fault = read_fault() if signal_number in (signal.SIGSEGV, signal.SIGBUS) else None
     if fault is not None:
         return fault.error()
-    return StatesError("Runtime.ExitError",
-                       f"the Orchestrator process died of {signal.Signals(signal_number).name}")
+    return "Runtime.ExitError", (f"the Orchestrator process died of "
+                                 f"{signal.Signals(signal_number).name}")
 
 
-def supervise(child: Callable[[], int], on_fault: Callable[[StatesError], None]) -> int:
+def supervise(child: Callable[[], int], on_fault: Callable[[str, str], None]) -> int:
     """Run ``child`` in a forked process holding a fault log; return its exit status.
 
-    If it dies of a signal, ``on_fault`` gets the error to report: the isolation
-    violation the log explains, else the signal itself.
+    If it dies of a signal, ``on_fault`` gets the error and cause to report: the
+    isolation violation the log explains, else the signal itself.
     """
     open_log()
     pid = os.fork()
@@ -135,5 +135,5 @@ def supervise(child: Callable[[], int], on_fault: Callable[[StatesError], None])
     _, status = os.waitpid(pid, 0)
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status)
-    on_fault(died_of(os.WTERMSIG(status)))
+    on_fault(*died_of(os.WTERMSIG(status)))
     return 1

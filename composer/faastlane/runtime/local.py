@@ -12,10 +12,11 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import domains, fault_reports, trace
-from .errors import StatesError
+from .errors import error_object
 from .execution import ISOLATION_MODES, MPK, PARALLEL_PROCESSES, PARALLEL_THREADS
 from .orchestrator import SUCCEEDED, Orchestrator, load_options
 
@@ -71,8 +72,8 @@ def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int
     if (args.isolation or _planned_isolation()) != MPK:
         return _run(load, args, execution_input, result_fd)
 
-    def report(error: StatesError) -> None:
-        _write_result(result_fd, error.to_json())
+    def report(error: str, cause: str) -> None:
+        _write_result(result_fd, error_object(error, cause))
 
     # Functions in protection domains: a fault kills the process, so run it supervised.
     return fault_reports.supervise(lambda: _run(load, args, execution_input, result_fd),
