@@ -87,12 +87,14 @@ class Fault:
 
 
 def read_fault(log_fd: int | None = None) -> Fault | None:
-    """The first fault in the log (default: this process's), slots mapped to functions."""
+    """The latest fault in the log (default: this process's), slots mapped to functions:
+    a process dies of its first fault, so the latest is the one just reported."""
     log_fd = _log_fd if log_fd is None else log_fd
     if log_fd is None:
         return None
     text = os.pread(log_fd, 1 << 20, 0).decode(errors="replace")
     owners: dict[int, str] = {}
+    latest: Fault | None = None
     for line in text.splitlines():
         domain = _DOMAIN.match(line)
         if domain:
@@ -101,10 +103,10 @@ def read_fault(log_fd: int | None = None) -> Fault | None:
         fault = _FAULT.match(line)
         if fault:
             fields = dict(f.split("=", 1) for f in fault["fields"].split() if "=" in f)
-            return Fault(address=fields.get("addr", "?"), pkey=int(fields.get("pkey", -1)),
-                         owner=owners.get(int(fields.get("owner_slot", -1))),
-                         thread=owners.get(int(fields.get("thread_slot", -1))))
-    return None
+            latest = Fault(address=fields.get("addr", "?"), pkey=int(fields.get("pkey", -1)),
+                           owner=owners.get(int(fields.get("owner_slot", -1))),
+                           thread=owners.get(int(fields.get("thread_slot", -1))))
+    return latest
 
 
 def died_of(signal_number: int) -> tuple[str, str]:

@@ -33,6 +33,7 @@ from typing import Any
 
 from . import trace
 from .errors import TIMEOUT, StatesError
+from . import fault_reports
 from .functions import EXIT_ERROR
 
 _CHUNK = 1 << 20
@@ -164,6 +165,10 @@ def run_forked(work: Sequence[Callable[[], Any]], max_workers: int, *,
                 outcomes[index] = Outcome(cancelled=True, error=StatesError(
                     EXIT_ERROR, f"{describe(index)} was cancelled: another branch failed"))
                 continue
+            elif os.WIFSIGNALED(status) and fault_reports.read_fault() is not None:
+                # A protection-key fault (isolation mpk): name the functions, not a signal.
+                name, cause = fault_reports.died_of(os.WTERMSIG(status))
+                error = StatesError(name, f"{describe(index)}: {cause}")
             else:
                 error = StatesError(EXIT_ERROR, f"{describe(index)}: process {child.pid} "
                                                 f"exited without a result "

@@ -104,9 +104,12 @@ class DomainFunction:
         """Run one invocation inside the domain; return its result, promoted."""
         if self.escaped is not None:
             raise IsolationError(self.spec.name, self.escaped)
-        _running.own = self.own_names  # set outside the domain: the thread's dict is shared
+        # Set outside the domain: an int or a thread's dict made inside would be private.
+        _running.own = self.own_names
+        self.invocations += 1
+        check = _check_due(self.invocations)
         with self.domain.entered():
-            result, error = _run_inside(self, event, timeout_seconds)
+            result, error = _run_inside(self, event, timeout_seconds, check)
         if error is not None:
             raise error
         return result
@@ -123,8 +126,8 @@ def _promote(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None
-                ) -> tuple[Any, StatesError | None]:
+def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None,
+                check_escapes: bool) -> tuple[Any, StatesError | None]:
     """Everything between the gates. Returns only shared objects; keeps no private one."""
     error: StatesError | None = None
     result: Any = None
@@ -134,9 +137,8 @@ def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None
         error = call_shared(_copy_error, exc)
     _flush_std_streams()
     gc.collect(0)
-    fn.invocations += 1
     # Concurrent invocations hold live references: only the last one out checks.
-    if fn.domain.threads_inside() == 1 and _check_due(fn.invocations):
+    if check_escapes and fn.domain.threads_inside() == 1:
         escaped = _escapes(fn)
         if escaped and fn.keep_escapes:
             fn.baseline = call_shared(list, fn.domain.shared_referrers())
