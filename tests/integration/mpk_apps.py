@@ -22,7 +22,8 @@ def slot_of(obj):
 
 
 def my_slot():
-    return _faastlane.current_domain().slot
+    domain = _faastlane.current_domain()
+    return None if domain is None else domain.slot
 """
 
 FUNCTIONS = {

@@ -26,32 +26,43 @@ QEMU_TIMEOUT_S = 1800
 HARNESS_SETUP_FAILED = 126
 
 
-def _run(app: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "faastlane", "run", str(app), *args]
+def _compose(app: Path, out: Path, isolation: str) -> Path:
+    """Compose on the host (the guest only runs actions: half the interpreter starts
+    under the emulated CPU)."""
+    done = subprocess.run([sys.executable, "-m", "faastlane", "compose", str(app), "-o",
+                           str(out), "--isolation", isolation], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    return out
 
 
-def _example(name: str, isolation: str) -> list[str]:
-    return _run(EXAMPLES / name, "--input-file", str(EXAMPLES / name / "input.json"),
-                "--isolation", isolation)
+def _run(action: Path, *args: str) -> list[str]:
+    return [sys.executable, str(action), *args]
+
+
+def _example(name: str, isolation: str, tmp: Path) -> list[str]:
+    action = _compose(EXAMPLES / name, tmp / f"{name}-{isolation}", isolation)
+    return _run(action, "--input-file", str(EXAMPLES / name / "input.json"))
 
 
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """Every case's ``{"code", "stdout", "stderr"}``, from one QEMU boot."""
     tmp = tmp_path_factory.mktemp("mpk-qemu")
-    peek = write_mpk_app(tmp / "peek", PEEK)
+    def app(name: str, workflow: dict, isolation: str = "mpk") -> Path:
+        return _compose(write_mpk_app(tmp / name, workflow), tmp / f"{name}-{isolation}",
+                        isolation)
+
     cases = [
-        {"name": "peek", "argv": _run(peek, "--isolation", "mpk")},
-        {"name": "peek-none", "argv": _run(peek, "--isolation", "none")},
-        {"name": "warm", "argv": _run(write_mpk_app(tmp / "warm", WARM), "--isolation", "mpk",
+        {"name": "peek", "argv": _run(app("peek", PEEK))},
+        {"name": "peek-none", "argv": _run(app("peek", PEEK, "none"))},
+        {"name": "warm", "argv": _run(app("warm", WARM),
                                       "--input", json.dumps({"text": "ab ab cd ef"}))},
-        {"name": "escape", "argv": _run(write_mpk_app(tmp / "escape", ESCAPE),
-                                        "--isolation", "mpk")},
-        {"name": "fail-then-clean", "argv": _run(
-            write_mpk_app(tmp / "fail", FAIL_THEN_CLEAN), "--isolation", "mpk")},
-        {"name": "finra-mpk", "argv": _example("finra", "mpk")},
-        {"name": "finra-none", "argv": _example("finra", "none")},
-        {"name": "ml-predict-mpk", "argv": _example("ml-predict", "mpk")},
+        {"name": "escape", "argv": _run(app("escape", ESCAPE))},
+        {"name": "fail-then-clean", "argv": _run(app("fail", FAIL_THEN_CLEAN))},
+        {"name": "finra-mpk", "argv": _example("finra", "mpk", tmp)},
+        {"name": "finra-none", "argv": _example("finra", "none", tmp)},
+        {"name": "ml-predict-mpk", "argv": _example("ml-predict", "mpk", tmp)},
     ]
     cases_file = tmp / "cases.json"
     cases_file.write_text(json.dumps(cases))

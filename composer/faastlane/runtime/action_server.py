@@ -44,9 +44,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, BinaryIO
 
 try:
-    from .fault_reports import read_fault
+    from .fault_reports import new_log, read_fault
 except ImportError:  # run as a script: the runtime image holds fault_reports.py beside it
-    from fault_reports import read_fault  # type: ignore[no-redef]
+    from fault_reports import new_log, read_fault  # type: ignore[no-redef]
 
 SENTINEL = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"
 ENTRY_FILE = "__main__.py"
@@ -104,10 +104,7 @@ class Launcher:
         read_fd, write_fd = os.pipe()
         # Where the child reports protection-key faults (isolation mpk), so that an
         # activation it dies of can name the functions (fault_reports.py).
-        handle, path = tempfile.mkstemp(prefix="faastlane-faults-")
-        os.unlink(path)
-        self.fault_log = os.open(f"/proc/self/fd/{handle}", os.O_RDWR | os.O_APPEND)
-        os.close(handle)
+        self.fault_log = new_log()
         try:
             self.process = subprocess.Popen(
                 [sys.executable, LAUNCHER, action_dir, "--main", main,

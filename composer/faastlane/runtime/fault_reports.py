@@ -37,11 +37,17 @@ _log_fd: int | None = None
 def open_log() -> int:
     """Create a fault log (an unlinked ``O_APPEND`` file) and use it in this process."""
     global _log_fd
-    handle, path = tempfile.mkstemp(prefix="faastlane-faults-")
-    os.unlink(path)
-    _log_fd = os.open(f"/proc/self/fd/{handle}", os.O_RDWR | os.O_APPEND)
-    os.close(handle)
+    _log_fd = new_log()
     return _log_fd
+
+
+def new_log() -> int:
+    """An unlinked temporary file, open for appending and reading."""
+    path = os.path.join(tempfile.gettempdir(), f"faastlane-faults-{os.getpid()}-"
+                                               f"{os.urandom(6).hex()}")
+    handle = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+    os.unlink(path)
+    return handle
 
 
 def adopt_log(environ: dict[str, str] | None = None) -> None:
