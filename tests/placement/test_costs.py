@@ -149,9 +149,9 @@ def test_a_container_that_does_not_pay_is_not_used_once_its_cost_was_seen(
     # The profile says invocations are free; a warm copy's group shows they are not.
     deploy_map(slow_platform, tmp_path, fake_profiles(tmp_path, invoke_ms=0.001))
     payload = {"items": list(range(2)), "sleep": 0}
-    # The first execution spills as planned (its rounds not timed yet) to a cold copy
-    # (whose time is not a hand-off's); the second, by the profile, to the warm copy.
-    for calls in (1, 2, 2, 2):
+    # The first execution stays here to time a round; the second spills, by the profile,
+    # to a cold copy (whose time is not a hand-off's); the third to the warm copy, slow.
+    for calls in (0, 1, 2, 2, 2):
         code, output = invoke(slow_platform, "map", tmp_path, payload)
         assert code == 0 and output["output"] == list(range(2)), output
         assert len(group_calls(slow_platform)) == calls
@@ -164,7 +164,7 @@ def test_once_rounds_are_timed_a_container_that_pays_keeps_being_used(
     deploy_map(controller, tmp_path, fake_profiles(tmp_path, invoke_ms=0.001,
                                                    transfer_ms_per_mb=0.0))
     payload = {"items": list(range(4)), "sleep": 0.5}
-    for calls in (1, 2, 3):
+    for calls in (0, 1, 2, 3):  # the first execution times a round here
         code, output = invoke(controller, "map", tmp_path, payload)
         assert code == 0 and output["output"] == list(range(4)), output
         assert len(group_calls(controller)) == calls

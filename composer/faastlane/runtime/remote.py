@@ -221,7 +221,7 @@ DEFAULT_INVOKE_MS, DEFAULT_TRANSFER_MS_PER_MB = 40.0, 20.0  # profiler/costs.py'
 _ROUND_MS: dict[str, float] = {}  # plan key -> ms one round of its jobs took here
 _INVOKE_MS: dict[str, float] = {}  # plan key -> ms a remote group cost beyond its rounds
 _HANDOFF: dict[str, dict[str, Any]] | None = None
-_SERVED = 0  # groups this process served for other copies
+_ACTIVATIONS = 0  # executions and groups this process has run: after one, it is warm
 
 
 def plan_handoff(path: str = PLAN_FILE) -> dict[str, dict[str, Any]]:
@@ -303,6 +303,7 @@ class Spiller:
     def from_environ(cls, workflow: Machine, options: Options) -> Spiller:
         """The platform and store of this activation (OpenWhisk sets its API key per
         activation, so this is made per execution, not per container)."""
+        _count_activation()
         return cls(workflow, options, invoker_from_environ(), ObjectStore.from_environ())
 
     def key_of(self, state: State) -> str:
@@ -329,12 +330,17 @@ class Spiller:
     def worth_it(self, state: State, groups: list[list[int]], inputs: Sequence[Any],
                  workers: int) -> list[list[int]]:
         """The groups regrouped into as many containers as pay, by the plan's measured
-        costs and the time a round of this state's jobs took here before (until that is
-        known, or with FAASTLANE_SPILL=always, the groups stay as planned)."""
+        costs and the time a round of this state's jobs took here before. Until a round
+        was timed, everything runs here (and is timed: a round timed while copies share
+        the machine would be a busy one); with FAASTLANE_SPILL=always, as planned."""
         key = self.key_of(state)
         round_ms = _ROUND_MS.get(key)
-        if os.environ.get(SPILL_ENV) == ALWAYS or round_ms is None:
+        if os.environ.get(SPILL_ENV) == ALWAYS:
             return groups
+        if round_ms is None:
+            trace.record(state=state.name, type="Placement", containers=1,
+                         reason="first execution here: timing a round")
+            return [list(range(len(inputs)))]
         count = len(inputs)
         handoff = dict(plan_handoff().get(key, {}))
         if key in _INVOKE_MS:  # observed from here beats the profile's figure
@@ -406,9 +412,7 @@ class Spiller:
         merged: list[Outcome | None] = [None] * count
         for g, answer in enumerate(answers):  # each group: its outcomes and its time
             if isinstance(answer.value, dict):
-                if g == 0:
-                    _learn(key, answer.value["seconds"], len(local), local_workers)
-                else:
+                if g > 0:  # rounds are timed only when nothing spills (worth_it)
                     _learn_invoke(key, answer.value["seconds"], len(groups[g]), workers)
                 answers[g] = replace(answer, value=answer.value["outcomes"])
         for group, answer in zip(groups, answers, strict=False):
@@ -460,14 +464,12 @@ class Spiller:
                                     name=f"faastlane-group-{k}") for k in range(len(remote))]
         for thread in threads:
             thread.start()
-        began = time.monotonic()
         here = _on_pool(execution, state, [work[i] for i in local], workers,
                         lambda k: describe(local[k]), stop_on_error)
         if here is None:  # every pool worker busy with another instance: fork after all
             here = run_forked([work[i] for i in local], workers,
                               describe=lambda k: describe(local[k]),
                               stop_on_error=stop_on_error, deadline=execution.deadline)
-        _learn(self.key_of(state), time.monotonic() - began, len(local), workers)
         merged: list[Outcome | None] = [None] * len(work)
         for index, outcome in zip(local, here, strict=True):
             merged[index] = outcome
@@ -520,7 +522,7 @@ class Spiller:
     def _send(self, execution: Execution, state: State, jobs: list[int],
               body: dict[str, Any], stop_on_error: bool) -> tuple[list[dict[str, Any]], bool]:
         """Invoke a copy with one group's request (through the store when it is marked
-        too big to send); its outcomes as JSON, and whether the copy had served a group
+        too big to send); its outcomes as JSON, and whether the copy had run anything
         before (a warm copy: its time is a hand-off's, not a cold start's)."""
         assert self.invoker is not None
         stored = None
@@ -611,6 +613,11 @@ def _job(state: State, index: int, data: Any, execution: Execution) -> Callable[
 # --------------------------------------------------------------------- the copy's side
 
 
+def _count_activation() -> None:
+    global _ACTIVATIONS
+    _ACTIVATIONS += 1
+
+
 def is_group_request(params: Any) -> bool:
     return isinstance(params, dict) and GROUP_KEY in params
 
@@ -620,6 +627,7 @@ def serve_group(orchestrator: Orchestrator, params: dict[str, Any]) -> dict[str,
     from .execution import Execution  # noqa: PLC0415 (import cycle through states)
     from .states import BranchJob  # noqa: PLC0415
 
+    _count_activation()
     store = ObjectStore.from_environ()
     request = params[GROUP_KEY]
     if STORED_KEY in request:
@@ -660,9 +668,7 @@ def serve_group(orchestrator: Orchestrator, params: dict[str, Any]) -> dict[str,
                                   deadline=execution.deadline, describe=describe)
     except StatesError as err:
         return _failed_answer(err)
-    global _SERVED
-    _SERVED += 1
-    answer = {OUTCOMES_KEY: [outcome_to_json(o) for o in outcomes], "warm": _SERVED > 1,
+    answer = {OUTCOMES_KEY: [outcome_to_json(o) for o in outcomes], "warm": _ACTIVATIONS > 1,
               "seconds": round(time.monotonic() - started, 6)}
     limit = request.get("reply_limit")
     if limit and len(json.dumps(answer, separators=(",", ":"))) > limit:
