@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
+import subprocess
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -75,15 +78,25 @@ def test_finra_deploys_and_runs_with_wskprops(controller: OpenWhiskEndpoint, tmp
 
 
 def test_docker_deploy_names_the_image(controller: OpenWhiskEndpoint, small_app: Path,
-                                       tmp_path: Path):
+                                       runtime_image: str, tmp_path: Path):
+    """--docker BASE: the small app's requirement goes into an image derived from BASE,
+    which the blackbox action names; the zip carries the action only."""
     done = faastlane("deploy", str(small_app), "--target", "openwhisk", "--apihost",
                      controller.url, "--auth", AUTH, "--docker", "faastlane/runtime:latest",
                      "--memory", "512", "--timeout", "120", env=clean_env(tmp_path))
     assert done.code == 0, done.stderr
+    assert "FROM faastlane/runtime:latest" in done.stderr
     body = controller.calls[0].body
     assert body["exec"]["kind"] == "blackbox"
-    assert body["exec"]["image"] == "faastlane/runtime:latest"
+    image = body["exec"]["image"]
+    assert image.startswith("faastlane/openwhisk-small:")
     assert body["limits"] == {"memory": 512, "timeout": 120_000}
+    code = zipfile.ZipFile(io.BytesIO(base64.b64decode(body["exec"]["code"])))
+    assert not [n for n in code.namelist() if n.startswith("inflection")]
+    found = subprocess.run(["docker", "run", "--rm", "--entrypoint", "python3", image, "-c",
+                            "import inflection; print(inflection.__file__)"],
+                           capture_output=True, text=True, check=True)
+    assert found.stdout.startswith("/opt/cpython-mpk/lib/python3.13/site-packages/")
 
 
 def test_missing_api_host_or_key_is_one_line_and_sends_nothing(
