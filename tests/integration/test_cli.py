@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -152,12 +153,24 @@ def test_trace_reports_every_state_with_compute_time(app_dir: Path) -> None:
     assert function["compute_ms"] >= 0 and function["end"] >= function["start"]
 
 
-def test_mpk_isolation_is_refused_clearly(app_dir: Path) -> None:
+def test_mpk_isolation_without_keys_is_refused_clearly_when_required(app_dir: Path) -> None:
+    # This host has no pku: FAASTLANE_MPK=on must refuse rather than run unenforced.
     write_app(app_dir, chain(("E", task("echo"))), {"echo": ECHO})
-    done = faastlane("run", str(app_dir), "--isolation", "mpk")
-    assert done.code == 2
-    assert "isolation 'mpk'" in done.stderr and "--isolation process" in done.stderr
+    done = faastlane("run", str(app_dir), "--isolation", "mpk",
+                     env={**os.environ, "FAASTLANE_MPK": "on"})
+    assert done.code == 2, done.stderr
+    assert done.stderr.startswith("faastlane: error: MPK isolation required "
+                                  "(FAASTLANE_MPK=on) but unavailable: the CPU has no "
+                                  "protection keys")
     assert done.stdout == ""
+
+
+def test_mpk_isolation_needs_the_pymalloc_allocator(app_dir: Path) -> None:
+    write_app(app_dir, chain(("E", task("echo"))), {"echo": ECHO})
+    done = faastlane("run", str(app_dir), "--isolation", "mpk",
+                     env={**os.environ, "PYTHONMALLOC": "malloc"})
+    assert done.code == 2, done.stderr
+    assert "PYTHONMALLOC=malloc bypasses the allocator" in done.stderr
 
 
 def test_module_level_prints_never_reach_stdout(app_dir: Path) -> None:

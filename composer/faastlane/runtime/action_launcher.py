@@ -61,10 +61,7 @@ def _report_faults(action_dir: str) -> None:
         from faastlane_runtime import fault_reports
     except ImportError:
         return  # not a Faastlane action
-    try:
-        fault_reports.adopt_log()
-    except ImportError:
-        pass  # a stock interpreter: no domains, nothing to report
+    fault_reports.adopt_log()
 
 
 def activate(entry: Callable[[Any], Any], request: dict[str, Any]) -> Any:

@@ -20,7 +20,9 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 import tempfile
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -63,8 +65,10 @@ def install_reporter() -> None:
     """Send this process's faults to the log (a no-op without one)."""
     if _log_fd is None:
         return
-    import _faastlane  # only the cpython-mpk runtime supervises domains
-
+    try:
+        import _faastlane
+    except ImportError:
+        return  # a stock interpreter has no domains: loading them says so
     _faastlane.install_fault_reporter(_log_fd)
 
 
@@ -138,7 +142,13 @@ def supervise(child: Callable[[], int], on_fault: Callable[[str, str], None]) ->
         try:
             install_reporter()
             code = child()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:  # noqa: BLE001 - reported as the unsupervised run would
+            traceback.print_exc()
         finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     if os.WIFEXITED(status):

@@ -89,7 +89,10 @@ def _planned_isolation() -> str | None:
 
 def _run(load: Callable[[], Orchestrator], args: argparse.Namespace, execution_input: Any,
          result_fd: int) -> int:
-    orchestrator = load()
+    try:
+        orchestrator = load()
+    except domains.IsolationUnavailableError as exc:
+        _die(str(exc))
     parallel = PARALLEL_THREADS if args.threads_only else (
         PARALLEL_PROCESSES if args.processes_only else None)
     options = orchestrator.with_options(
