@@ -54,13 +54,22 @@ def server_processes(action_servers: Callable[[], ActionServer], store_env: dict
 @pytest.fixture
 def limited_containers(containers: Containers, store_env: dict[str, str]
                        ) -> Callable[[], ActionServer]:
-    """A factory of runtime-image containers limited to one CPU (``--cpus 1``)."""
-    env = [arg for key, value in store_env.items() for arg in ("-e", f"{key}={value}")]
-    return lambda: containers("--cpus", "1", *env)[1]
+    """A factory of runtime-image containers limited to one CPU (``--cpus 1``), with the
+    store settings and the test's FAASTLANE_SPILL (processes inherit it; these do not)."""
+    def make() -> ActionServer:
+        settings = dict(store_env)
+        if "FAASTLANE_SPILL" in os.environ:
+            settings["FAASTLANE_SPILL"] = os.environ["FAASTLANE_SPILL"]
+        env = [arg for key, value in settings.items() for arg in ("-e", f"{key}={value}")]
+        return containers("--cpus", "1", *env)[1]
+
+    return make
 
 
-def endpoint(factory: Callable[[], ActionServer]) -> Iterator[OpenWhiskEndpoint]:
-    controller = OpenWhiskEndpoint(AUTH, factory)
+def endpoint(factory: Callable[[], ActionServer],
+             images: Callable[[str], ActionServer] | None = None
+             ) -> Iterator[OpenWhiskEndpoint]:
+    controller = OpenWhiskEndpoint(AUTH, factory, images)
     yield controller
     controller.close()
 
@@ -72,7 +81,12 @@ def controller(server_processes: Callable[[], ActionServer]) -> Iterator[OpenWhi
 
 
 @pytest.fixture
-def docker_controller(limited_containers: Callable[[], ActionServer]
+def docker_controller(limited_containers: Callable[[], ActionServer], runtime_image: str
                       ) -> Iterator[OpenWhiskEndpoint]:
-    """The OpenWhisk REST front over one-CPU Docker containers."""
-    yield from endpoint(limited_containers)
+    """The OpenWhisk REST front over one-CPU Docker containers; an action deployed with
+    ``--docker`` (a blackbox action) runs in them too, as the runtime image is its image."""
+    def image_containers(image: str) -> ActionServer:
+        assert image == runtime_image, f"only the runtime image runs here, not {image}"
+        return limited_containers()
+
+    yield from endpoint(limited_containers, image_containers)

@@ -11,6 +11,7 @@ from deploy.deploy_apps import FINRA
 from deploy.openwhisk_endpoint import OpenWhiskEndpoint
 
 from .spill_cli import deploy, group_calls, invoke
+from .test_spilling import spill_as_planned  # noqa: F401  (autouse: groups as planned)
 
 
 def test_finra_over_one_cpu_containers_equals_the_expected_report(
