@@ -60,7 +60,7 @@ class Config:
 
     @classmethod
     def quick_run(cls) -> Config:
-        return cls(rules=(50, 200), vcpus=(1,), spill_to=(2,), rounds=2, warmup=1)
+        return cls(rules=(50,), vcpus=(1,), spill_to=(2,), rounds=2, warmup=1)
 
     @classmethod
     def docker_check(cls, image: str, rounds: int = 10) -> Config:
