@@ -37,6 +37,7 @@ import gc
 import importlib
 import json
 import logging
+import marshal
 import os
 import pkgutil
 import re
@@ -157,11 +158,21 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
     context = LambdaContext(fn.spec.name, timeout_seconds)
     entry = getattr(fn.holder[0], fn.spec.entry)
     try:
-        return detach(call_entry(entry, fn.spec.style, detach(event), context))
+        return detach(call_entry(entry, fn.spec.style, _private_copy(event), context))
     except StatesError:
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code
         raise call_shared(failure, fn.spec.name, exc, context.aws_request_id) from None
+
+
+def _private_copy(event: Any) -> Any:
+    """The function's own copy of its input, made in its heap: it may mutate it (Lambda
+    handlers do), and nothing shared may end up holding what it puts there. marshal
+    copies JSON values in C, ~1.8x faster than a Python walk (FINRA: 20 KB per rule)."""
+    try:
+        return marshal.loads(marshal.dumps(event))
+    except ValueError:  # not a plain value (a -Th branch may hand over anything)
+        return detach(event)
 
 
 def _copy_error(exc: StatesError) -> StatesError:
