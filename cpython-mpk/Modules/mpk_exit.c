@@ -90,6 +90,19 @@ check_referrer(PyObject *op, slot_range *range, PyObject *found)
         return 0;
     }
     range->hits = 0;
+    if (PyDict_Check(op)) {
+        /* A dict's traverse reads its keys table: one in a slot is itself a
+           pointer into private memory -- this domain's (an escape), or
+           another's, which this thread may not read at all. */
+        PyDictObject *mp = (PyDictObject *)op;
+        const void *tables[] = {mp->ma_keys, mp->ma_values};
+        for (size_t i = 0; i < 2; i++) {
+            if (_PyMPK_InHeaps(tables[i])) {
+                count_hit((PyObject *)tables[i], range);
+                return range->hits ? PyList_Append(found, op) : 0;
+            }
+        }
+    }
     if (type == &PyFunction_Type) {
         check_function((PyFunctionObject *)op, range);
     }

@@ -85,8 +85,8 @@ FUNCTIONS = {
         def handler(event, context):
             data = event["produced"]
             return {"text": data["text"], "items": data["items"],
-                    "input_text_shared": slot_of(data["text"]) is None,
-                    "input_copy_in_my_slot": slot_of(data) == my_slot()}
+                    "input_copy_in_my_slot": slot_of(data) == my_slot()
+                    and slot_of(data["text"]) == my_slot()}
         """,
     "Escape": """
         import sys
