@@ -1,36 +1,58 @@
 """Run-time hardening of ``mpk`` isolation: what function code may not do in-process.
 
-Protection keys stop loads and stores; this module covers what goes around them, with
-``sys.addaudithook`` (CPython raises an audit event before each of these actions, and a
-hook that raises stops it):
+The Orchestrator calls :func:`activate` once, in ``mpk`` mode, before any function code
+runs (function modules' bodies included), and wraps every function call in
+:func:`function_scope`. Protection keys stop loads and stores; this covers what goes
+around them, with ``sys.addaudithook`` (CPython raises an audit event before each of
+these actions, and a hook that raises stops it):
 
 - **native code loaded after start-up** -- ``ctypes.CDLL`` (event ``ctypes.dlopen``) and
   extension modules (event ``import`` with the file about to be ``dlopen``-ed) -- is
   inspected first with :mod:`pkru_scan`, and refused when it holds a WRPKRU outside the
-  runtime's gate or an XRSTOR, unless the action's ``inspection.json`` waived that file;
+  runtime's gate or an XRSTOR, unless the action's ``inspection.json`` waived that file
+  (with the same SHA-256);
 - **memory files** that ignore PKRU: ``/proc/<pid>/mem`` (any spelling, symlinks
   resolved), ``/proc/<pid>/task/<tid>/mem``, ``/dev/mem``, ``/dev/kmem``, ``/proc/kcore``;
-- inside a function (``function_scope``): **ctypes** looking up the libc wrappers that
-  reach PKRU or other processes' memory (``pkey_set``, ``pkey_mprotect``, ...), and with
-  ``refuse_ctypes`` any foreign call or raw memory access, which could call the gate
-  itself with a forged PKRU value.
+- **modules that call arbitrary native addresses** (``ctypes``/``_ctypes``, cffi's
+  backend, CPython's test modules): with ``refuse_ffi`` (the default of
+  :func:`activate`) they cannot be imported at all once activated, by anybody, and
+  :func:`activate` checks that none is loaded: once ``_ctypes`` is in the process,
+  ``CFUNCTYPE(...)(address)()`` calls any address *without any audit event*
+  (``object.__subclasses__()`` finds its types even if no module refers to them);
+- inside a function, when ctypes is allowed (``refuse_ffi=False``, trusted code):
+  lookups of the libc wrappers that write PKRU or read memory past it (``pkey_set``,
+  ``syscall``, ...), and with ``refuse_ctypes`` every load, lookup and raw memory
+  access that raises an audit event.
 
+Then :mod:`seccomp_filter` refuses the system calls that see through keys
+(``process_vm_readv``, ``ptrace``, ...) and lets the key calls (``pkey_alloc``,
+``pkey_free``, ``pkey_mprotect``) through only from the runtime's own ``syscall``
+instruction.
+
+A thread runs "function code" while it is inside :func:`function_scope` or inside a
+protection domain (the C module's per-thread state, which Python code cannot rewrite).
 Each refusal is an :class:`IsolationViolation` naming the function (or the
-Orchestrator, outside any function). The system calls MPK cannot see are refused by
-``seccomp_filter``. Standard library only: this ships inside actions.
+Orchestrator). The hook keeps its policy in a closure, not in module globals, and a
+policy once installed cannot be replaced: function code could otherwise loosen it.
+Audit hooks are no sandbox on their own (PEP 578); docs/security.md says what stays
+open. Standard library only: this ships inside actions.
 """
 
 from __future__ import annotations
 
+import gc
+import hashlib
+import json
 import os
 import re
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import seccomp_filter
 from .pkru_scan import ELF_MAGIC, NotAnELF, scan_elf
 
 _MEMORY_FILES = re.compile(r"^/(proc/(\d+|self|thread-self)(/task/\d+)?/mem|dev/k?mem"
@@ -43,7 +65,15 @@ REFUSED_SYMBOLS = frozenset({"pkey_set", "pkey_get", "pkey_mprotect", "pkey_allo
 _CTYPES_RAW = frozenset({"ctypes.call_function", "ctypes.cdata", "ctypes.string_at",
                          "ctypes.wstring_at", "ctypes.cdata/buffer", "ctypes.addressof",
                          "ctypes.dlopen"})
+# Extension modules (and ctypes' package) through which Python code calls any native
+# address or reads any memory: ctypes, cffi, CPython's test and example modules.
+FFI_MODULES = frozenset({
+    "ctypes", "_ctypes", "_ctypes_test", "_cffi_backend", "_testcapi",
+    "_testinternalcapi", "_testlimitedcapi", "_testbuffer", "_testmultiphase",
+    "_testsinglephase", "_testexternalinspection", "_testclinic", "_testclinic_limited",
+    "_testimportmultiple", "_xxtestfuzz", "xxsubtype", "xxlimited", "xxlimited_35"})
 _ORCHESTRATOR = "the Orchestrator"
+INSPECTION_RECORD = "inspection.json"  # written into every action by compose
 
 
 class IsolationViolation(RuntimeError):
@@ -55,36 +85,52 @@ class IsolationViolation(RuntimeError):
         self.function = function
 
 
+class NativeCallRefused(IsolationViolation, ImportError):
+    """Importing a module that calls arbitrary native addresses; an ImportError too, so
+    that libraries with a fallback (``try: import ctypes except ImportError``) work."""
+
+
+class HardeningError(RuntimeError):
+    """The hardening cannot be switched on as asked; ``mpk`` must not run without it."""
+
+
 @dataclass
 class Policy:
-    """What the hook enforces; built once by the Orchestrator in ``mpk`` mode."""
+    """What the hook enforces; built once, by :func:`activate` (or a test)."""
 
     gate: bytes | None  # the runtime's gate (``_faastlane.gate_code()``)
-    waived: frozenset[str] = frozenset()  # real paths the action's inspection waived
+    # Real paths the action's inspection waived -> the SHA-256 reviewed (None: any).
+    waived: Mapping[str, str | None] = field(default_factory=dict)
     refuse_ctypes: bool = False  # any ctypes call/raw access inside a function
+    refuse_ffi: bool = False  # importing FFI_MODULES, anywhere
     _verdicts: dict[tuple[int, int, int, int], str | None] = field(default_factory=dict)
 
-    def native_finding(self, path: str) -> str | None:
-        """Why ``path`` may not be loaded, or None; cached per file identity."""
+    def native_finding(self, path: str, cache: bool = True) -> str | None:
+        """Why ``path`` may not be loaded, or None; cached per file identity unless
+        ``cache`` is False (inside a domain: what is made there must not be kept in
+        shared state)."""
         real = os.path.realpath(path)
-        if real in self.waived:
-            return None
         try:
             info = os.stat(real)
         except OSError as exc:
             return f"cannot inspect {path}: {exc.strerror}"
         key = (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
-        if key not in self._verdicts:
-            self._verdicts[key] = _inspect(real, self.gate)
-        return self._verdicts[key]
+        if key in self._verdicts:
+            return self._verdicts[key]
+        verdict = _inspect(real, self.gate, self.waived)
+        if cache:
+            self._verdicts[key] = verdict
+        return verdict
 
 
-def _inspect(path: str, gate: bytes | None) -> str | None:
+def _inspect(path: str, gate: bytes | None, waived: Mapping[str, str | None]) -> str | None:
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as exc:
         return f"cannot inspect {path}: {exc.strerror}"
+    if path in waived and waived[path] in (None, hashlib.sha256(data).hexdigest()):
+        return None
     if data[:4] != ELF_MAGIC:
         return None  # a linker script or the like: dlopen fails on it by itself
     try:
@@ -100,26 +146,76 @@ def _inspect(path: str, gate: bytes | None) -> str | None:
             f"inspect {path}`)")
 
 
-_scope = threading.local()
-_policy: Policy | None = None
-_lock = threading.Lock()
+_MARK = "_faastlane_function"  # attribute of the running Thread: its function's name
+_SLOTS = 64  # _faastlane.SLOT_COUNT, spelled out: this module imports without it
+
+
+def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
+                       Callable[[Callable[[], int | None]], None]]:
+    """The per-thread function markers, reachable only through the functions returned
+    (no module global holds them).
+
+    Nothing made inside a domain may be kept in shared state (it would escape the
+    private heap): the marker is a shared name set on the shared Thread object, and
+    domains are known by slot (a small, immortal int)."""
+    # slot -> the function seen running inside it. Every slot is a key from the start:
+    # inserting into an empty dict inside a domain puts its first key table in the
+    # private heap (a private-heaps bug, reported), so only values are ever replaced.
+    domain_names: dict[int, str | None] = dict.fromkeys(range(_SLOTS))
+    current_slot: list[Callable[[], int | None]] = []
+    current_thread = threading.current_thread
+
+    def current() -> str | None:
+        name: str | None = getattr(current_thread(), _MARK, None)
+        if name is None and current_slot:
+            slot = current_slot[0]()
+            if slot is not None:  # inside a domain: function code, whatever Python says
+                name = domain_names.get(slot) or "<a function>"
+        return name
+
+    @contextmanager
+    def scope(name: str) -> Iterator[None]:
+        thread = current_thread()
+        outer = getattr(thread, _MARK, None)
+        setattr(thread, _MARK, name)
+        if current_slot:
+            slot = current_slot[0]()
+            if slot is not None:
+                domain_names[slot] = name
+        try:
+            yield
+        finally:
+            setattr(thread, _MARK, outer)
+
+    def follow_domains(slot_of_thread: Callable[[], int | None]) -> None:
+        if not current_slot:
+            current_slot.append(slot_of_thread)
+
+    return current, scope, follow_domains
+
+
+_current_function, _function_scope, _follow_domains = _scopes()
+_slot_reader: list[Callable[[], int | None]] = []
+
+
+def _in_domain() -> bool:
+    return bool(_slot_reader) and _slot_reader[0]() is not None
 
 
 def current_function() -> str | None:
-    """The function the calling thread is running, if any."""
-    return getattr(_scope, "function", None)
+    """The function the calling thread is running, if any: the innermost
+    :func:`function_scope`, else the function seen in the domain the thread is in."""
+    return _current_function()
 
 
-@contextmanager
-def function_scope(name: str) -> Iterator[None]:
-    """Mark the calling thread as running function ``name`` (what the invoker wraps
-    around a function call in ``mpk`` mode)."""
-    outer = current_function()
-    _scope.function = name
-    try:
-        yield
-    finally:
-        _scope.function = outer
+def function_scope(name: str) -> Any:
+    """Context manager marking the calling thread as running function ``name``.
+
+    The invoker wraps each call of a function (and the import of its module) in it,
+    inside the function's domain: ``domain.enter(); with function_scope(name): ...;
+    domain.exit()``. Scopes nest; leaving one restores the outer name.
+    """
+    return _function_scope(name)
 
 
 def _path_of(argument: Any) -> str | None:
@@ -128,28 +224,58 @@ def _path_of(argument: Any) -> str | None:
     return argument if isinstance(argument, str) else None
 
 
-def _hook(event: str, args: tuple[Any, ...]) -> None:
-    policy = _policy
-    if policy is None:
-        return
-    function = current_function()
-    if event == "open":
-        path = _path_of(args[0]) if args else None
-        if path is not None and _MEMORY_FILES.match(os.path.realpath(path)):
-            raise IsolationViolation(function, f"opening {path}")
-    elif event == "import" and len(args) > 1 and args[1]:
-        path = _path_of(args[1])
-        if path and not path.endswith((".py", ".pyc")):
-            why = policy.native_finding(path)
-            if why:
-                raise IsolationViolation(function, why)
-    elif event == "ctypes.dlopen":
+def _make_hook(policy: Policy) -> Callable[[str, tuple[Any, ...]], None]:
+    """The audit hook, bound to ``policy`` by closure."""
+    current, in_domain = _current_function, _in_domain
+    realpath, matches = os.path.realpath, _MEMORY_FILES.match
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path = _path_of(args[0]) if args else None
+            if path is not None and matches(realpath(path)):
+                raise IsolationViolation(current(), f"opening {path}")
+        elif event == "import" and policy.refuse_ffi and _is_ffi(args[0] if args else None):
+            raise NativeCallRefused(current(), f"importing {args[0]} (it calls any "
+                                               "native address)")
+        elif event == "import" and len(args) > 1 and args[1]:
+            path = _path_of(args[1])
+            if path and not path.endswith((".py", ".pyc")):
+                why = policy.native_finding(path, cache=not in_domain())
+                if why:
+                    raise IsolationViolation(current(), why)
+        elif event.startswith("ctypes."):
+            _ctypes_event(policy, current(), event, args, not in_domain())
+
+    return hook
+
+
+def _is_ffi(name: object) -> bool:
+    return isinstance(name, str) and (name in FFI_MODULES or name.startswith("ctypes."))
+
+
+def _ffi_types_alive() -> list[str]:
+    """Types of FFI modules still alive in the process (after a collection)."""
+    gc.collect()
+    return sorted({f"{t.__module__}.{t.__qualname__}" for t in object.__subclasses__()
+                   if _is_ffi(getattr(t, "__module__", None))})
+
+
+def _drop_ffi_modules() -> None:
+    """Forget the FFI modules the hardening itself used (seccomp_filter imports ctypes
+    to install the filter): with no reference left, their types are freed."""
+    for name in [n for n in sys.modules if _is_ffi(n)]:
+        del sys.modules[name]
+
+
+def _ctypes_event(policy: Policy, function: str | None, event: str,
+                  args: tuple[Any, ...], cache: bool) -> None:
+    if event == "ctypes.dlopen":
         if function is not None and policy.refuse_ctypes:
             raise IsolationViolation(function, "ctypes (loading native code)")
         path = _path_of(args[0]) if args else None
         if path is not None:
             resolved = _resolve_library(path)
-            why = policy.native_finding(resolved) if resolved else \
+            why = policy.native_finding(resolved, cache) if resolved else \
                 f"loading {path}: not found where the inspector can read it"
             if why:
                 raise IsolationViolation(function, why)
@@ -176,26 +302,138 @@ def _resolve_library(name: str) -> str | None:
     return None
 
 
-def install(policy: Policy) -> None:
-    """Install the audit hook (once per process; later calls replace the policy).
+_installed: list[Policy] = []  # at most one; only its presence is read
+_install_lock = threading.Lock()
 
-    Audit hooks cannot be removed: install it after the Orchestrator has loaded what
-    it trusts and before any function runs.
-    """
-    global _policy
-    with _lock:
-        first = _policy is None
-        _policy = policy
-        if first:
-            sys.addaudithook(_hook)
+
+def install(policy: Policy) -> None:
+    """Install the audit hook for ``policy``, once per process (a forked child keeps
+    its parent's). A second call raises :class:`HardeningError`: a policy must not be
+    replaceable by the code it restrains. Audit hooks cannot be removed either."""
+    with _install_lock:
+        if _installed:
+            raise HardeningError("the hardening's audit hook is already installed; "
+                                 "its policy cannot be replaced")
+        _installed.append(policy)
+        _slot_reader.append(_domain_slot_reader())
+        _follow_domains(_slot_reader[0])
+        sys.addaudithook(_make_hook(policy))
+
+
+def _domain_slot_reader() -> Callable[[], int | None]:
+    """The slot of the domain the calling thread is in, read from the C module's
+    thread state (None outside domains, or without ``_faastlane``)."""
+    try:
+        import _faastlane  # type: ignore[import-not-found]
+    except ImportError:
+        return lambda: None
+    current_domain = _faastlane.current_domain  # bound now: rebinding it later is moot
+
+    def slot() -> int | None:
+        domain = current_domain()
+        return None if domain is None else int(domain.slot)
+
+    return slot
 
 
 def runtime_gate() -> bytes | None:
     """``_faastlane.gate_code()`` on the cpython-mpk runtime, else None (every WRPKRU
     in native code loaded later is then refused)."""
     try:
-        import _faastlane  # type: ignore[import-not-found]
+        import _faastlane
     except ImportError:
         return None
     code: bytes = _faastlane.gate_code()
     return code or None
+
+
+def waivers_from_record(action_dir: str | os.PathLike[str]) -> dict[str, str | None]:
+    """The files the action's ``inspection.json`` accepted with waived findings: their
+    real paths and the SHA-256 compose inspected. No record: nothing is waived."""
+    record_path = os.path.join(action_dir, INSPECTION_RECORD)
+    try:
+        with open(record_path, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise HardeningError(f"{record_path}: cannot read the inspection record: {exc}") \
+            from None
+    waived: dict[str, str | None] = {}
+    for entry in record.get("files", []) if isinstance(record, dict) else []:
+        findings = entry.get("findings") or []
+        if findings and all(f.get("waived") for f in findings) and entry.get("file"):
+            path = os.path.realpath(os.path.join(action_dir, entry["file"]))
+            waived[path] = entry.get("sha256")
+    return waived
+
+
+@dataclass(frozen=True)
+class Activation:
+    """What :func:`activate` switched on, for the trace and plan."""
+
+    gate: bytes | None
+    waived: tuple[str, ...]
+    refuse_ffi: bool
+    seccomp: bool
+    key_syscall_site: int | None  # where the runtime's pkey calls come from
+    refused_syscalls: tuple[str, ...]
+
+
+_activations: list[Activation] = []
+
+
+def activate(action_dir: str | os.PathLike[str] | None = None, *,
+             refuse_ffi: bool = True, seccomp: bool = True) -> Activation:
+    """Switch the ``mpk`` hardening on for this process; call once, early.
+
+    ``action_dir``: the composed action (its ``inspection.json`` supplies the waived
+    native files; None: nothing is waived). ``refuse_ffi``: no module that calls
+    arbitrary native addresses (ctypes, cffi, CPython's test modules) may be loaded
+    before or after -- leave True for untrusted functions; False keeps ctypes usable
+    and refuses only lookups of the libc wrappers that reach PKRU. ``seccomp``:
+    install the system-call filter on every thread, and make the process
+    non-dumpable.
+
+    Order for the Orchestrator: call ``activate()`` before anything imports ctypes --
+    before pre-importing the functions' modules and libraries (numpy falls back
+    without ctypes) -- then create domains and run function code, module bodies
+    too, each inside ``function_scope(name)``. Domains may be created and destroyed
+    before or after: the runtime's key calls pass the filter. A forked child inherits
+    everything; calling again in the same process returns the first activation.
+
+    Raises :class:`HardeningError` (fail closed: run ``process`` isolation instead)
+    when the runtime's key ``syscall`` site cannot be found, the filter cannot be
+    installed, or with ``refuse_ffi`` an FFI module is loaded and still referenced.
+    """
+    if _activations:
+        return _activations[0]
+    site = None
+    if seccomp:
+        site = seccomp_filter.runtime_key_syscall_site()
+        if site is None:
+            raise HardeningError(
+                "cannot find the runtime's protection-key syscall site (mpk_sys.c's "
+                f"stub) in {sys.executable}: the seccomp filter would refuse the "
+                "runtime's own pkey calls; use the cpython-mpk runtime")
+        program = seccomp_filter.build_filter(allowed_sites=[(site, site + 1)])
+        try:
+            seccomp_filter.install(program, all_threads=True, dumpable=False)
+        except OSError as exc:
+            raise HardeningError(f"cannot install the seccomp filter: {exc}") from None
+    if refuse_ffi:
+        _drop_ffi_modules()
+        alive = _ffi_types_alive()
+        if alive:
+            raise HardeningError(
+                f"native-call modules are loaded and still referenced ({', '.join(alive[:4])}"
+                f"{', ...' if len(alive) > 4 else ''}): any function could call any native "
+                "address through them; call hardening.activate() before anything imports "
+                "ctypes")
+    gate = runtime_gate()
+    waived = waivers_from_record(action_dir) if action_dir is not None else {}
+    install(Policy(gate, waived, refuse_ctypes=refuse_ffi, refuse_ffi=refuse_ffi))
+    activation = Activation(gate, tuple(sorted(waived)), refuse_ffi, seccomp, site,
+                            seccomp_filter.REFUSED if seccomp else ())
+    _activations.append(activation)
+    return activation

@@ -3,17 +3,23 @@
 MPK guards memory against loads and stores; these calls do not go through them:
 
 - ``pkey_alloc``, ``pkey_free``, ``pkey_mprotect`` -- re-tag a domain's pages with a key
-  the caller holds, or free a live domain's key for reuse;
+  the caller holds, or free a live domain's key so that the next ``pkey_alloc`` (which
+  sets the caller's PKRU rights for it) hands it back with the pages still tagged;
 - ``process_vm_readv``/``process_vm_writev`` -- the kernel copies memory ignoring PKRU;
 - ``ptrace`` -- ``PTRACE_PEEKDATA`` likewise, and it can rewrite registers, PKRU included.
 
-The filter returns ``EPERM`` for them (the Python caller sees ``PermissionError`` and the
-Orchestrator names the function), refuses the x32 ABI and foreign architectures
-outright (their numbers differ: a filter checking x86-64 numbers alone can be side-
-stepped with ``int 0x80``), and allows everything else. The runtime's own commits of
-domain memory use ``pkey_mprotect`` too: ``allowed_sites`` lets calls whose ``syscall``
-instruction lies in given address ranges through (the kernel reports the instruction
-pointer in ``seccomp_data``), for the allocator to name its one call site.
+The filter returns ``EPERM`` for them (the Python caller sees ``PermissionError``),
+refuses the x32 ABI and foreign architectures outright (their numbers differ: a filter
+checking x86-64 numbers alone can be side-stepped with ``int 0x80``), and allows
+everything else.
+
+The runtime itself needs the key calls after the filter is in place (creating, growing
+and destroying domains). seccomp cannot read PKRU, but the kernel does report the
+instruction pointer of the ``syscall`` (``struct seccomp_data``): the runtime makes its
+key calls through ONE ``syscall`` instruction of its own (``_PyMPK_KeySyscall`` in
+``cpython-mpk/Modules/mpk_sys.c``), and ``allowed_sites`` lets the key calls through
+from there only. :func:`runtime_key_syscall_site` finds that instruction in the running
+interpreter by the stub's bytes.
 
 Classic BPF built by hand, standard library only (it ships inside actions), installed
 with ``prctl(PR_SET_NO_NEW_PRIVS)`` and ``seccomp(SECCOMP_SET_MODE_FILTER)``. Filters are
@@ -23,7 +29,6 @@ thread of the process (``SECCOMP_FILTER_FLAG_TSYNC``). A filter cannot be remove
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import struct
@@ -36,6 +41,7 @@ REFUSED = tuple(SYSCALLS)
 _SYS_SECCOMP = 317
 _X32_BIT = 0x40000000
 AUDIT_ARCH_X86_64 = 0xC000003E
+_PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
 _SECCOMP_SET_MODE_FILTER = 1
 _SECCOMP_FILTER_FLAG_TSYNC = 1
@@ -47,10 +53,6 @@ _NR, _ARCH, _IP_LOW, _IP_HIGH = 0, 4, 8, 12
 _LD_W_ABS = 0x20
 _JEQ_K, _JGE_K = 0x15, 0x35
 _RET_K = 0x06
-
-
-class _Program(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
 def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
@@ -121,18 +123,82 @@ def _assemble(code: list) -> bytes:
     return b"".join(out)
 
 
-def install(program: bytes, all_threads: bool = False) -> None:
+# _PyMPK_KeySyscall (mpk_sys.c): mov %rdi,%rax; mov %rsi,%rdi; mov %rdx,%rsi;
+# mov %rcx,%rdx; mov %r8,%r10; syscall; ret. The kernel reports the address after
+# `syscall` (the `ret`) as the instruction pointer.
+KEY_SYSCALL_STUB = bytes.fromhex("4889f84889f74889d64889ca4d89c20f05c3")
+
+
+def runtime_key_syscall_site(maps: str = "/proc/self/maps") -> int | None:
+    """Address of the ``ret`` after the runtime's key ``syscall``: the instruction
+    pointer seccomp sees for the runtime's pkey calls. None unless the stub is found
+    exactly once (a missing or ambiguous site must not be guessed)."""
+    found = interpreter_code_addresses(KEY_SYSCALL_STUB, maps)
+    return found[0] + len(KEY_SYSCALL_STUB) - 1 if len(found) == 1 else None
+
+
+def interpreter_code_addresses(needle: bytes, maps: str = "/proc/self/maps") -> list[int]:
+    """Where ``needle`` lies in the executable mappings of the interpreter binary (and
+    of any libpython), read from the files the mappings come from."""
+    exe = os.path.realpath("/proc/self/exe")
+    found: list[int] = []
+    with open(maps, encoding="ascii", errors="replace") as handle:
+        for line in handle:
+            fields = line.split(maxsplit=5)
+            if len(fields) < 6 or "x" not in fields[1]:
+                continue
+            path = fields[5].strip()
+            if path != exe and "libpython" not in os.path.basename(path):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            offset = int(fields[2], 16)
+            found += [start + at - offset
+                      for at in _occurrences(path, needle, offset, end - start)]
+    return found
+
+
+def _occurrences(path: str, needle: bytes, offset: int, size: int) -> list[int]:
+    """File offsets of ``needle`` within ``size`` bytes of ``path`` from ``offset``."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read(size)
+    except OSError:
+        return []
+    hits: list[int] = []
+    at = data.find(needle)
+    while at >= 0:
+        hits.append(offset + at)
+        at = data.find(needle, at + 1)
+    return hits
+
+
+def install(program: bytes, all_threads: bool = False, dumpable: bool = True) -> None:
     """Install ``program`` on the calling thread (``all_threads``: on every thread).
 
-    OSError naming the call if the kernel refuses (no seccomp, or TSYNC failed because a
-    thread already runs another filter).
+    ``dumpable=False`` also marks the process non-dumpable (``PR_SET_DUMPABLE`` 0):
+    another process -- a function's subprocess, say -- then needs ``CAP_SYS_PTRACE``
+    to open this one's ``/proc/<pid>/mem``, which ignores keys.
+
+    ctypes is imported here, not at module level, so that the caller can drop it
+    afterwards (``hardening.activate`` does: a loaded ctypes lets any code call any
+    native address). OSError naming the call if the kernel refuses (no seccomp, or
+    TSYNC failed because a thread already runs another filter).
     """
+    import ctypes
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         code = ctypes.get_errno()
         raise OSError(code, f"prctl(PR_SET_NO_NEW_PRIVS) failed: {os.strerror(code)}")
+    if not dumpable and libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"prctl(PR_SET_DUMPABLE, 0) failed: {os.strerror(code)}")
     buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = _Program(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    fprog = Program(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
     flags = _SECCOMP_FILTER_FLAG_TSYNC if all_threads else 0
     libc.syscall.restype = ctypes.c_long
     result = libc.syscall(ctypes.c_long(_SYS_SECCOMP), ctypes.c_long(_SECCOMP_SET_MODE_FILTER),
