@@ -4,6 +4,9 @@ control shows the same action succeeding without them."""
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import json
 import subprocess
 import sys
 import sysconfig
@@ -191,3 +194,150 @@ def test_seccomp_lets_the_runtime_call_site_through() -> None:
     """)
     assert "pkey_alloc passed" in out
     assert "pvr (-1, 1)" in out  # libc's wrapper is in the range, but only pkey_* are
+
+
+def test_the_runtime_key_syscall_site_passes_the_filter_and_nothing_else_does() -> None:
+    """The runtime's one key ``syscall`` (mpk_sys.c), found by its bytes and called
+    directly: pkey_alloc from there reaches the kernel (EINVAL without pku, a key with
+    it -- never the filter's EPERM); process_vm_readv from there is still refused, and
+    pkey_alloc through libc's syscall() is refused."""
+    out = seccomp_child("""
+    from faastlane.runtime.seccomp_filter import KEY_SYSCALL_STUB, runtime_key_syscall_site
+    site = runtime_key_syscall_site()
+    start = site + 1 - len(KEY_SYSCALL_STUB)
+    print("bytes", ctypes.string_at(start, len(KEY_SYSCALL_STUB)) == KEY_SYSCALL_STUB)
+    stub = ctypes.CFUNCTYPE(ctypes.c_long, *[ctypes.c_long] * 5)(start)
+    install(build_filter(allowed_sites=[(site, site + 1)]))
+    print("site pkey_alloc", stub(330, 0, 3, 0, 0))
+    print("site process_vm_readv", stub(310, os.getpid(), 0, 0, 0, 0))
+    print("libc pkey_alloc", call(330, ctypes.c_long(0), ctypes.c_long(3)))
+    """)
+    assert "bytes True" in out
+    result = int(out.split("site pkey_alloc ")[1].split()[0])
+    assert result == -errno.EINVAL or result > 0, out  # the kernel answered, not seccomp
+    assert f"site process_vm_readv -{errno.EPERM}" in out
+    assert f"libc pkey_alloc (-1, {errno.EPERM})" in out
+
+
+ACTIVATE = """
+import json, os, sys, threading
+from faastlane.runtime import hardening
+from faastlane.runtime.hardening import IsolationViolation, function_scope
+def attempt(label, action):
+    try:
+        result = action()
+    except IsolationViolation as exc:
+        print(label, "REFUSED", type(exc).__name__, isinstance(exc, ImportError), exc)
+    except OSError as exc:
+        print(label, "OSERROR", exc.errno)
+    else:
+        print(label, "DONE", result)
+"""
+
+
+def activate_child(body: str, action: Path | None = None, before: str = "",
+                   **options: object) -> subprocess.CompletedProcess[str]:
+    setup = f"activation = hardening.activate({str(action) if action else None!r}, " \
+            f"**{options!r})\n"
+    script = ACTIVATE + textwrap.dedent(before) + setup + textwrap.dedent(body)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+
+
+def activated(body: str, action: Path | None = None, **options: object) -> str:
+    proc = activate_child(body, action, **options)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_activate_switches_on_hook_filter_and_ffi_refusal_once() -> None:
+    out = activated("""
+    print("site", activation.key_syscall_site is not None, activation.refuse_ffi)
+    print("again", hardening.activate() is activation)
+    status = open("/proc/self/status").read()
+    print("seccomp", "Seccomp:\t2" in status, "NoNewPrivs:\t1" in status)
+    print("ctypes loaded", "_ctypes" in sys.modules)
+    with function_scope("thief"):
+        attempt("mem", lambda: open("/proc/self/mem", "rb"))
+        attempt("ctypes", lambda: __import__("ctypes"))
+        attempt("testcapi", lambda: __import__("_testcapi"))
+    attempt("orchestrator", lambda: __import__("ctypes"))
+    try:
+        hardening.install(hardening.Policy(None))
+    except hardening.HardeningError as exc:
+        print("replace REFUSED", exc)
+    """)
+    assert "site True True" in out and "again True" in out
+    assert "seccomp True True" in out and "ctypes loaded False" in out
+    assert "mem REFUSED IsolationViolation False function 'thief': opening /proc/self/mem" \
+        in out
+    assert "ctypes REFUSED NativeCallRefused True function 'thief': importing ctypes " \
+        "(it calls any native address) refused (mpk isolation)" in out
+    assert "testcapi REFUSED NativeCallRefused True function 'thief': importing " \
+        "_testcapi" in out
+    assert "orchestrator REFUSED NativeCallRefused True the Orchestrator: importing " \
+        "ctypes" in out
+    assert "replace REFUSED the hardening's audit hook is already installed" in out
+
+
+def test_activate_fails_closed_when_ctypes_was_loaded_and_kept_before() -> None:
+    proc = activate_child("print('activated')", before="""
+    import ctypes
+    kept = ctypes.c_int(1)
+    """)
+    assert proc.returncode != 0 and "activated" not in proc.stdout
+    assert "HardeningError: native-call modules are loaded and still referenced " \
+        "(_ctypes." in proc.stderr
+    assert "call hardening.activate() before anything imports ctypes" in proc.stderr
+    # Imported and dropped again before (nothing keeps it): accepted.
+    out = activated("print('activated')", before="import ctypes\ndel ctypes\n")
+    assert "activated" in out
+
+
+def test_a_thread_inside_a_domain_is_function_code_without_a_scope() -> None:
+    """The C module's per-thread domain, not only the Python marker, says who runs:
+    code that sheds its function_scope inside a domain is still refused, named after
+    the function last seen in that domain."""
+    out = activated("""
+    import _faastlane
+    domain = _faastlane.Domain()
+    with domain, function_scope("fn"):
+        pass
+    with domain:
+        print("current", hardening.current_function())
+        attempt("mem", lambda: open("/proc/self/mem", "rb"))
+    print("outside", hardening.current_function())
+    """)
+    assert "current fn" in out
+    assert "mem REFUSED IsolationViolation False function 'fn': opening /proc/self/mem" in out
+    assert "outside None" in out
+
+
+def test_waivers_come_from_the_action_record_pinned_by_sha256(tmp_path: Path) -> None:
+    action = tmp_path / "action"
+    (action / "functions" / "codec").mkdir(parents=True)
+    library = shared_object(tmp_path, "libvendor", function(
+        "reset", "xorl %eax, %eax\nxorl %ecx, %ecx\nxorl %edx, %edx\nwrpkru\nret"))
+    waived = action / "functions" / "codec" / "libvendor.so"
+    waived.write_bytes(library.read_bytes())
+    unwaived = action / "functions" / "codec" / "libother.so"
+    unwaived.write_bytes(library.read_bytes())
+    digest = hashlib.sha256(library.read_bytes()).hexdigest()
+    record = {"files": [{"file": "functions/codec/libvendor.so", "sha256": digest,
+                         "findings": [{"kind": "wrpkru", "waived": {"reason": "vendor"}}]},
+                        {"file": "functions/codec/libother.so", "sha256": digest,
+                         "findings": [{"kind": "wrpkru", "waived": None}]}]}
+    (action / "inspection.json").write_text(json.dumps(record))
+    body = f"""
+    import ctypes
+    print("waived", activation.waived)
+    attempt("vendor", lambda: ctypes.CDLL({str(waived)!r}) and "loaded")
+    attempt("other", lambda: ctypes.CDLL({str(unwaived)!r}) and "loaded")
+    """
+    out = activated(body, action, refuse_ffi=False)
+    assert f"waived ('{waived.resolve()}',)" in out
+    assert "vendor DONE loaded" in out
+    assert "other REFUSED IsolationViolation False the Orchestrator: loading " in out
+    waived.write_bytes(library.read_bytes() + b"\0")  # rebuilt after the review
+    out = activated(body, action, refuse_ffi=False)
+    assert "vendor REFUSED IsolationViolation False the Orchestrator: loading " in out
