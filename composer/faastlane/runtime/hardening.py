@@ -158,9 +158,10 @@ def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
     Nothing made inside a domain may be kept in shared state (it would escape the
     private heap): the marker is a shared name set on the shared Thread object, and
     domains are known by slot (a small, immortal int)."""
-    # slot -> the function seen running inside it. Every slot is a key from the start:
-    # inserting into an empty dict inside a domain puts its first key table in the
-    # private heap (a private-heaps bug, reported), so only values are ever replaced.
+    # slot -> the function seen running inside it. Every slot is a key from the start,
+    # so inside a domain only values (shared names) are replaced and no key table is
+    # ever allocated there (an empty dict's first table landed in the private heap
+    # before cpython-mpk patch 0008).
     domain_names: dict[int, str | None] = dict.fromkeys(range(_SLOTS))
     current_slot: list[Callable[[], int | None]] = []
     current_thread = threading.current_thread
