@@ -200,3 +200,16 @@ def test_a_section_calling_an_untrusted_function_keeps_a_fresh_fork(make) -> Non
     second = orchestrator.execute([0]).output
     assert [o["calls"] for o in first + second] == [1, 1]
     assert pids_of(first).isdisjoint(pids_of(second))
+
+
+def test_a_section_nested_in_a_job_runs_on_the_workers_threads(make) -> None:
+    inner = {"Type": "Parallel", "End": True,
+             "Branches": [branch("whoami"), branch("whoami")]}
+    orchestrator = make({"StartAt": "M", "States": {"M": {
+        "Type": "Map", "End": True,
+        "ItemProcessor": {"StartAt": "P", "States": {"P": inner}}}}})
+    result = orchestrator.execute([1, 2, 3])
+    assert result.status == "SUCCEEDED"
+    warm = {w.pid for w in orchestrator.pool._idle}
+    for pair in result.output:  # both branches in the pool worker that ran the item
+        assert pair[0]["pid"] == pair[1]["pid"] and pair[0]["pid"] in warm

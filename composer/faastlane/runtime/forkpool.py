@@ -26,7 +26,8 @@ the Orchestrator (:func:`forking.run_forked`). A worker whose job failed is reti
 may hold an abandoned thread still running user code) and a fresh one forked when needed.
 Workers see the function modules as they were when forked: later changes to module state
 in the Orchestrator (a cache a sequential function filled) do not reach them, as they
-would not reach another Lambda container.
+would not reach another Lambda container. A Parallel or Map nested inside a job runs on
+the worker's threads (the -Th placement): every vCPU already has a worker.
 """
 
 from __future__ import annotations
@@ -42,12 +43,12 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from . import trace
 from .errors import TIMEOUT, StatesError
-from .execution import NONE, PARALLEL_PROCESSES, Execution, Options
+from .execution import NONE, PARALLEL_PROCESSES, PARALLEL_THREADS, Execution, Options
 from .forking import Outcome, _describe_exit
 from .functions import EXIT_ERROR, FunctionRegistry
 from .model import Machine, Map, Parallel, State, Task, walk_states
@@ -273,7 +274,10 @@ class ForkPool:
 
     def _run_job(self, ctx: dict[str, Any], job: dict[str, Any]) -> Any:
         os.environ.update(ctx.get("env", {}))
-        options = Options(**ctx["options"])
+        # A section nested in a job (healthcare's Parallel inside each Map iteration)
+        # runs on this worker's threads: the outer section already has a worker per
+        # vCPU, and forking from a worker would pay a fork per nested section.
+        options = replace(Options(**ctx["options"]), parallel=PARALLEL_THREADS)
         execution = Execution(self.name, None, self.functions, options, None, ctx["name"])
         execution.context_base = ctx["context"]
         execution.timeout_seconds = ctx["timeout"]
