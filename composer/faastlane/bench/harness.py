@@ -117,12 +117,15 @@ class SystemRun:
         self.worker.close()
 
 
-def _check_outputs(runs: list[SystemRun], workload: Workload) -> None:
+def _check_outputs(runs: list[SystemRun], workload: Workload, together: bool) -> None:
+    """Every system's output against the expected one and Faastlane-NS's; ``together``
+    runs the systems at once (a smoke run: nothing is timed here)."""
     expected = _load(workload.expected_file)
     app = Path(workload.app).name
     reference: RunResult | None = None
-    for run in runs:
-        result = run.worker.run("main", output=True)
+    with ThreadPoolExecutor(max_workers=len(runs) if together else 1) as checker:
+        results = list(checker.map(lambda r: r.worker.run("main", output=True), runs))
+    for run, result in zip(runs, results, strict=True):
         result.output = comparable(app, result.output)
         if run.spec.name == FAASTLANE_NS:
             reference = result
@@ -216,12 +219,17 @@ def run_workload(workload: Workload, systems: list[SystemSpec], config: Config,
             slow = (time.perf_counter() - began) / max(1, config.warmup) > config.slow_seconds
             # A slow system gets fewer rounds (the first ones, still interleaved).
             caps[run.spec.name] = min(rounds, config.slow_rounds) if slow else rounds
-        _check_outputs(runs, workload)
+        _check_outputs(runs, workload, together=config.quick)
         before = {run.spec.name: procstats.tree_stats(run.worker.pid) for run in runs}
         for index in range(rounds):
             shift = index % len(runs)
-            for run in runs[shift:] + runs[:shift]:
-                if index < caps[run.spec.name]:
+            turn = [run for run in runs[shift:] + runs[:shift]
+                    if index < caps[run.spec.name]]
+            if config.quick:  # a smoke run: the systems take their turns at once
+                with ThreadPoolExecutor(max_workers=max(1, len(turn))) as sampler:
+                    list(sampler.map(SystemRun.sample, turn, [index] * len(turn)))
+            else:
+                for run in turn:
                     run.sample(index)
             if (index + 1) % max(1, rounds // 5) == 0 or index + 1 == rounds:
                 progress.say(f"{workload.name}: round {index + 1}/{rounds}")
