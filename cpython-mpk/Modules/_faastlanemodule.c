@@ -374,6 +374,19 @@ Domain_shared_referrers(DomainObject *self, PyObject *Py_UNUSED(ignored))
                                   _PyMPK_SLOT_SIZE);
 }
 
+/* The exit gate inspects shared containers that other domains' objects may
+   share: iterating them in Python would touch those objects. */
+static PyObject *
+Domain_visible_items(DomainObject *self, PyObject *container)
+{
+    if (!self->alive) {
+        PyErr_Format(DomainError, "domain (slot %d) was destroyed", self->handle.slot);
+        return NULL;
+    }
+    return _PyMPK_VisibleItems(container, _PyMPK_SlotBase(self->handle.slot),
+                               _PyMPK_SLOT_SIZE);
+}
+
 static PyMethodDef Domain_methods[] = {
     {"enter", (PyCFunction)Domain_enter, METH_NOARGS,
      "enter()\n--\n\nEntry gate: from now on this thread reaches shared "
@@ -391,6 +404,10 @@ static PyMethodDef Domain_methods[] = {
      "the domain's slot (bump allocation, released by destroy())."},
     {"__enter__", (PyCFunction)Domain_enter, METH_NOARGS,
      "Enter the domain for the body of a with statement."},
+    {"visible_items", (PyCFunction)Domain_visible_items, METH_O,
+     "visible_items(container)\n--\n\nThe entries of a dict (as (key, value) "
+     "pairs), list, tuple or set that hold nothing of another domain's slot; "
+     "those are skipped by address, never read."},
     {"shared_referrers", (PyCFunction)Domain_shared_referrers, METH_NOARGS,
      "shared_referrers()\n--\n\nThe shared GC-tracked objects that hold a "
      "pointer into this domain's slot (escapes, once its function returned). "

@@ -26,6 +26,7 @@
 #include "pycore_interp.h"        // PyInterpreterState.gc
 #include "pycore_mpk_heap.h"      // _PyMPK_ThreadHeap
 #include "pycore_pystate.h"       // _PyInterpreterState_GET()
+#include "pycore_setobject.h"     // _PySet_NextEntry()
 
 PyObject *
 _PyMPK_CallShared(PyObject *callable, PyObject *const *args, Py_ssize_t nargs)
@@ -144,6 +145,74 @@ done:
     return found;
 }
 
+/* Whether p lies in a slot other than [base, base + size). */
+static inline int
+foreign(const void *p, uintptr_t base, size_t size)
+{
+    return _PyMPK_InHeaps(p) && (uintptr_t)p - base >= size;
+}
+
+static int
+append_visible(PyObject *out, PyObject *item)
+{
+    return PyList_Append(out, item);
+}
+
+PyObject *
+_PyMPK_VisibleItems(PyObject *container, uintptr_t base, size_t size)
+{
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    int failed = 0;
+    if (PyDict_Check(container)) {
+        PyDictObject *mp = (PyDictObject *)container;
+        if (foreign(mp->ma_keys, base, size) || foreign(mp->ma_values, base, size)) {
+            return out;
+        }
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        /* Borrowed pointers: PyDict_Next reads the table, not the objects. */
+        while (!failed && PyDict_Next(container, &pos, &key, &value)) {
+            if (foreign(key, base, size) || foreign(value, base, size)) {
+                continue;
+            }
+            PyObject *pair = PyTuple_Pack(2, key, value);
+            failed = pair == NULL || append_visible(out, pair) < 0;
+            Py_XDECREF(pair);
+        }
+    }
+    else if (PyList_Check(container) || PyTuple_Check(container)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(container);
+        PyObject **items = PySequence_Fast_ITEMS(container);
+        for (Py_ssize_t i = 0; !failed && i < n; i++) {
+            if (!foreign(items[i], base, size)) {
+                failed = append_visible(out, items[i]) < 0;
+            }
+        }
+    }
+    else if (PyAnySet_Check(container)) {
+        Py_ssize_t pos = 0;
+        PyObject *key;
+        Py_hash_t hash;
+        while (!failed && _PySet_NextEntry(container, &pos, &key, &hash)) {
+            if (!foreign(key, base, size)) {
+                failed = append_visible(out, key) < 0;
+            }
+        }
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "visible_items() takes a dict, list, tuple "
+                     "or set, not %.100s", Py_TYPE(container)->tp_name);
+        failed = 1;
+    }
+    if (failed) {
+        Py_CLEAR(out);
+    }
+    return out;
+}
+
 #else /* !Py_BUILD_CORE_BUILTIN: an ordinary extension for tests */
 
 static PyObject *
@@ -167,6 +236,15 @@ _PyMPK_CallShared(PyObject *callable, PyObject *const *args, Py_ssize_t nargs)
 PyObject *
 _PyMPK_SharedReferrers(uintptr_t base, size_t size)
 {
+    (void)base;
+    (void)size;
+    return refuse();
+}
+
+PyObject *
+_PyMPK_VisibleItems(PyObject *container, uintptr_t base, size_t size)
+{
+    (void)container;
     (void)base;
     (void)size;
     return refuse();

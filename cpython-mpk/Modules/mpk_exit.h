@@ -16,4 +16,9 @@ PyObject *_PyMPK_CallShared(PyObject *callable, PyObject *const *args,
  * [base, base + size), or NULL with an exception set. */
 PyObject *_PyMPK_SharedReferrers(uintptr_t base, size_t size);
 
+/* A new list of the entries of a dict, list, tuple or set that hold no object
+ * of a slot other than [base, base + size) -- dict entries as (key, value)
+ * pairs.  Other domains' objects are skipped by address, never read. */
+PyObject *_PyMPK_VisibleItems(PyObject *container, uintptr_t base, size_t size);
+
 #endif /* !FAASTLANE_MPK_EXIT_H */

@@ -210,6 +210,13 @@ class ProtectionDomain:
         found: list[object] = self._domain.shared_referrers()
         return found
 
+    def visible_items(self, container: object) -> list[object]:
+        """A shared dict's (key, value) pairs, or a list's, tuple's or set's items,
+        without those holding another domain's objects: skipped by address, never
+        read (iterating in Python would touch them, and fault)."""
+        items: list[object] = self._domain.visible_items(container)
+        return items
+
     def destroy(self) -> None:
         """Zero the slot, retag it inaccessible, free the key (in that order).
 

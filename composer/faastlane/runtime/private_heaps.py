@@ -238,7 +238,7 @@ def _subclass_table(fn: DomainFunction, holder: Any) -> bool:
         return False
     mine = fn.domain.contains
     return all(isinstance(ref, weakref.ref) and id(ref()) == key
-               for key, ref in list(holder.items()) if mine(id(ref)))
+               for key, ref in fn.domain.visible_items(holder) if mine(id(ref)))
 
 
 def _thread_local_state(fn: DomainFunction, holder: Any) -> bool:
@@ -247,35 +247,40 @@ def _thread_local_state(fn: DomainFunction, holder: Any) -> bool:
     dedicated to it (``workers.py``), so that state is the function's own."""
     mine = fn.domain.contains
     if isinstance(holder, dict):
-        return all(type(k) is _LOCAL_DUMMY for k, v in list(holder.items())
+        return all(type(k) is _LOCAL_DUMMY for k, v in fn.domain.visible_items(holder)
                    if mine(id(k)) or mine(id(v)))
     if isinstance(holder, set):
         return all(isinstance(ref, weakref.ref) and type(ref()) is _LOCAL_DUMMY
-                   for ref in list(holder) if mine(id(ref)))
+                   for ref in fn.domain.visible_items(holder) if mine(id(ref)))
     return False
 
 
 def _only_own_modules(fn: DomainFunction) -> bool:
-    return all(name in fn.own_modules for name, module in list(sys.modules.items())
+    return all(name in fn.own_modules for name, module in fn.domain.visible_items(sys.modules)
                if fn.domain.contains(id(module)))
 
 
 def _purge_caches(fn: DomainFunction, holders: list[Any]) -> None:
-    """Drop private entries from the standard library's caches (read inside the domain)."""
+    """Drop the function's own entries from the standard library's caches: ``re``'s,
+    ``linecache``'s, ``_strptime``'s, and ``struct``'s (a holder dict of ``Struct``
+    values). Only its own entries: a cache may also hold other functions' objects,
+    which this thread may not touch (``visible_items`` skips them unread), so a cache is
+    never cleared wholesale -- ``functools.lru_cache`` escapes therefore stay escapes."""
     mine = fn.domain.contains
     strptime = sys.modules.get("_strptime")
     caches = [re._cache, re._cache2, _linecache()]  # type: ignore[attr-defined]
     if strptime is not None:
         caches.append(strptime._regex_cache)
+    caches += [h for h in holders if type(h) is dict and _holds_only_structs(fn, h)]
     for cache in caches:
-        for key, value in list(cache.items()):
+        for key, value in fn.domain.visible_items(cache):
             if mine(id(key)) or mine(id(value)):
                 del cache[key]
-    for holder in holders:
-        clear = getattr(holder, "cache_clear", None)  # a functools.lru_cache wrapper
-        if callable(clear) and type(holder).__name__ == "_lru_cache_wrapper":
-            clear()
-    struct._clearcache()
+
+
+def _holds_only_structs(fn: DomainFunction, holder: dict[Any, Any]) -> bool:
+    entries = fn.domain.visible_items(holder)
+    return bool(entries) and all(type(v) is struct.Struct for _, v in entries)
 
 
 def _linecache() -> dict[str, Any]:
@@ -287,15 +292,15 @@ def _linecache() -> dict[str, Any]:
 def _describe(fn: DomainFunction, holder: Any) -> str:
     """A shared holder of private objects, named without touching another domain."""
     if holder is sys.modules:
-        names = [n for n, m in list(sys.modules.items())
+        names = [n for n, m in fn.domain.visible_items(sys.modules)
                  if fn.domain.contains(id(m)) and n not in fn.own_modules]
         return f"sys.modules (module {', '.join(names)} imported inside the function)"
-    for name, module in list(sys.modules.items()):
+    for name, module in fn.domain.visible_items(sys.modules):
         if domains.native_module().slot_of(id(module)) is None and \
                 getattr(module, "__dict__", None) is holder:
             return f"a global of module {name}"
     if isinstance(holder, dict):
-        keys = [k for k, v in list(holder.items())
+        keys = [k for k, v in fn.domain.visible_items(holder)
                 if fn.domain.contains(id(v)) or fn.domain.contains(id(k))]
         shown = ", ".join(repr(k) if isinstance(k, str) else type(k).__name__
                           for k in keys[:3])
@@ -378,7 +383,7 @@ def _check_runtime() -> None:
 
 
 def _private_module_names(domain: domains.ProtectionDomain) -> frozenset[str]:
-    return frozenset(_promote(name) for name, module in list(sys.modules.items())
+    return frozenset(_promote(name) for name, module in domain.visible_items(sys.modules)
                      if domain.contains(id(module)))
 
 
