@@ -239,7 +239,7 @@ def _environment(env: Any) -> dict[str, str]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "ActionServer"
+    server: ActionServer
     protocol_version = "HTTP/1.1"  # keep-alive, as the invoker's HTTP client expects
     # Headers and body go out in separate writes: with Nagle's algorithm on, the body
     # waits for the client's delayed ACK (~40 ms per activation on a kept-alive socket).
