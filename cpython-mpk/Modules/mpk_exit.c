@@ -28,6 +28,8 @@
 #include "pycore_pystate.h"       // _PyInterpreterState_GET()
 #include "pycore_setobject.h"     // _PySet_NextEntry()
 
+#include <string.h>
+
 PyObject *
 _PyMPK_CallShared(PyObject *callable, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -82,12 +84,24 @@ check_function(PyFunctionObject *f, slot_range *range)
     }
 }
 
+/* Objects whose traverse follows memory of their own that may lie in a
+ * private heap: an lru_cache wrapper walks its linked list, whose links are
+ * made wherever the call that cached them ran (seen under QEMU: a function's
+ * cached results faulted the next function's scan).  Its cache dict is a
+ * tracked object of its own and is scanned as such, so nothing is missed. */
+static int
+follows_private_links(PyTypeObject *type)
+{
+    return strcmp(type->tp_name, "functools._lru_cache_wrapper") == 0;
+}
+
 /* Append `op` to `found` if it holds a pointer into the range; -1 on error. */
 static int
 check_referrer(PyObject *op, slot_range *range, PyObject *found)
 {
     PyTypeObject *type = Py_TYPE(op);
-    if (type->tp_traverse == NULL || op == found || immutable_referrer(type)) {
+    if (type->tp_traverse == NULL || op == found || immutable_referrer(type)
+        || follows_private_links(type)) {
         return 0;
     }
     range->hits = 0;
