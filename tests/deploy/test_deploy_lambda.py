@@ -41,6 +41,11 @@ def aws_env(tmp_path: Path, endpoint: str | None, **changes: str | None) -> dict
 def role(moto: str) -> str:
     iam = boto3.client("iam", endpoint_url=moto, region_name=REGION,
                        aws_access_key_id="testing", aws_secret_access_key="testing")
+    # The moto server lives for the session and other modules use this fixture too.
+    try:
+        return iam.get_role(RoleName="faastlane-test")["Role"]["Arn"]
+    except iam.exceptions.NoSuchEntityException:
+        pass
     return iam.create_role(RoleName="faastlane-test", AssumeRolePolicyDocument=json.dumps({
         "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                                                 "Principal": {"Service": "lambda.amazonaws.com"}}]
