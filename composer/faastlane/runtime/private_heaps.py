@@ -276,6 +276,12 @@ def _purge_caches(fn: DomainFunction, holders: list[Any]) -> None:
         for key, value in fn.domain.visible_items(cache):
             if mine(id(key)) or mine(id(value)):
                 del cache[key]
+    for holder in holders:
+        # An lru_cache's dict: cleared through its wrapper, only when every entry is
+        # this function's or shared (clearing releases them all).
+        wrapper = _LRU_CACHES.get(id(holder))
+        if wrapper is not None and len(fn.domain.visible_items(holder)) == len(holder):
+            wrapper.cache_clear()
 
 
 def _holds_only_structs(fn: DomainFunction, holder: dict[Any, Any]) -> bool:
@@ -316,6 +322,7 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
     _warm_shared_state()
     _import_dependencies(root, spec)
     _check_runtime()
+    _find_lru_caches()
     fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True),
                         keep_escapes=keep_escapes)
     fault_reports.announce(fn.domain.slot, fn.domain.key, spec.name)
@@ -404,6 +411,22 @@ def _warm_shared_state() -> None:
         except ImportError:
             pass
     _share_registries()
+
+
+# id(cache dict) -> its functools.lru_cache wrapper. Found outside every domain when a
+# function loads, for wrappers not seen before (the wrapper's traverse walks its links:
+# those of a wrapper a function has already called may be private and must not be read).
+_LRU_CACHES: dict[int, Any] = {}
+_LRU_SEEN: set[int] = set()
+
+
+def _find_lru_caches() -> None:
+    for wrapper in gc.get_objects():
+        if type(wrapper).__name__ == "_lru_cache_wrapper" and id(wrapper) not in _LRU_SEEN:
+            _LRU_SEEN.add(id(wrapper))
+            for referent in gc.get_referents(wrapper):
+                if type(referent) is dict:
+                    _LRU_CACHES[id(referent)] = wrapper
 
 
 def _share_registries() -> None:
