@@ -223,12 +223,7 @@ class ForkPool:
                 os.waitpid(worker.pid, 0)
             except (ProcessLookupError, ChildProcessError):
                 pass
-        for fd in (worker.job_fd, worker.result_fd):
-            _PARENT_FDS.discard(fd)
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        _close_pipes(worker)
         self._live -= 1
 
     def close(self) -> None:
@@ -304,15 +299,20 @@ class ForkPool:
                         stop_on_error).run()
 
 
+def _close_pipes(worker: _Worker) -> None:
+    """Close this side of a worker's job and result pipes."""
+    for fd in (worker.job_fd, worker.result_fd):
+        _PARENT_FDS.discard(fd)
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def _shutdown(idle: list[_Worker]) -> None:
     """At exit or when the pool is collected: end the idle workers (EOF, then reap)."""
     for worker in idle:
-        for fd in (worker.job_fd, worker.result_fd):
-            _PARENT_FDS.discard(fd)
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        _close_pipes(worker)
         try:
             os.waitpid(worker.pid, 0)
         except ChildProcessError:
