@@ -57,6 +57,8 @@ from .lambda_context import LambdaContext
 
 ISOLATION_ERROR = "Faastlane.IsolationError"
 ESCAPE_CHECK_VARIABLE = "FAASTLANE_ESCAPE_CHECK"
+# Read once: the check decides on every invocation, on the hand-off path.
+_CHECK_EVERY = os.environ.get(ESCAPE_CHECK_VARIABLE, "sampled") == "every"
 
 
 def _local_dummy_type() -> type:
@@ -214,9 +216,7 @@ def _check_due(invocation: int) -> bool:
     caches fill), then one in sixteen. The scan walks every shared GC-tracked object
     (about 20 ms with scikit-learn imported); between checks the hardware still stops
     every foreign read of an escaped object."""
-    if os.environ.get(ESCAPE_CHECK_VARIABLE, "sampled") == "every":
-        return True
-    return invocation <= 4 or invocation % 16 == 0
+    return _CHECK_EVERY or invocation <= 4 or invocation % 16 == 0
 
 
 def _unexpected(fn: DomainFunction, holders: list[Any]) -> list[Any]:
