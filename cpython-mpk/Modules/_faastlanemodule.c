@@ -345,11 +345,13 @@ Domain_heap_stats(DomainObject *self, PyObject *Py_UNUSED(ignored))
     if (!self->alive || _PyMPK_HeapGetStats(self->handle.slot, &st) != 0) {
         Py_RETURN_NONE;
     }
-    return Py_BuildValue("{sn sn sn sn sn sn}",
+    return Py_BuildValue("{sn sn sn sn sn sn sn sn}",
                          "arenas", (Py_ssize_t)st.arenas,
                          "arenas_free", (Py_ssize_t)st.arenas_free,
                          "large_blocks", (Py_ssize_t)st.large_blocks,
                          "large_bytes", (Py_ssize_t)st.large_bytes,
+                         "malloc_blocks", (Py_ssize_t)st.malloc_blocks,
+                         "malloc_bytes", (Py_ssize_t)st.malloc_bytes,
                          "huge_extents_free", (Py_ssize_t)st.huge_extents_free,
                          "huge_extents_lost", (Py_ssize_t)st.huge_extents_lost);
 }
@@ -413,7 +415,7 @@ static PyMethodDef Domain_methods[] = {
      "pointer into this domain's slot (escapes, once its function returned). "
      "Compares addresses only; safe inside the domain or outside."},
     {"heap_stats", (PyCFunction)Domain_heap_stats, METH_NOARGS,
-     "heap_stats()\n--\n\nCounters of the domain's private heap (arenas, "
+     "heap_stats()\n--\n\nCounters of the domain's private heap (arenas, C malloc and "
      "large blocks, free extents),\nor None when it has none."},
     {"__exit__", (PyCFunction)(void (*)(void))Domain_context_exit,
      METH_FASTCALL,

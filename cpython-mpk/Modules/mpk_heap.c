@@ -11,9 +11,14 @@
  * heads, free tables) is shared memory: the destroying thread, which holds no key, must release
  * it.  Everything a Python object is made of lies in the slot.
  *
- * Threading: obmalloc and the GC run with the GIL held, and a heap is only
- * used by threads inside its domain, so the heap needs no lock of its own;
- * slot memory comes from _PyMPK_Alloc, which takes the table lock.
+ * Threading: obmalloc and the GC run with the GIL held, so arenas, pools and
+ * generations need no lock of their own.  The block allocator (size classes
+ * and page extents) is also what C malloc() inside the domain uses
+ * (mpk_malloc.c), and C code calls malloc without the GIL -- numpy releases
+ * it around large callocs, several threads may be inside one domain -- so
+ * the block allocator has a mutex per heap (taken by the obmalloc path too).
+ * Lock order: a heap's lock, then the domain table's (_PyMPK_Alloc).  Slot
+ * memory comes from _PyMPK_Alloc.
  *
  * Built as an ordinary extension (tests/mpk/build_extension.py, against a
  * stock CPython without the hooks) the same entry points exist and refuse.
@@ -34,16 +39,22 @@
 #include "pycore_obmalloc.h"      // struct _obmalloc_state, ARENA_SIZE
 #include "pycore_obmalloc_init.h" // _obmalloc_pools_INIT
 
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
-/* Blocks above obmalloc's SMALL_REQUEST_THRESHOLD and up to LARGE_MAX bytes
- * (header included) come from size classes, four per power of two; larger
- * ones are page extents of their own. */
+/* Blocks up to LARGE_MAX bytes (header included) come from size classes:
+ * 32 to 128 bytes in 16-byte steps (C malloc's small requests), then four
+ * per power of two (obmalloc sends only requests above its
+ * SMALL_REQUEST_THRESHOLD, 512 bytes).  Larger blocks are page extents of
+ * their own.  Every class size is a multiple of 16, so every payload is
+ * aligned like malloc's (max_align_t). */
 #define HEADER 16
-#define CLASS_MIN_SHIFT 9
+#define MIN_BLOCK 32
+#define NSMALL 7                    /* 32, 48, ..., 128 */
+#define SMALL_MAX 128
 #define LARGE_MAX ((size_t)256 << 10)
-#define NCLASSES (((18 - CLASS_MIN_SHIFT) * 4))
+#define NCLASSES (NSMALL + (18 - 7) * 4)
 #define CHUNK ((size_t)1 << 20)
 #define PAGE ((size_t)4096)
 #define EXTENT_ROUND _PyMPK_COMMIT_STEP
@@ -57,6 +68,15 @@
 
 #define MAGIC_CLASS ((size_t)0xFA57C1A5u << 8)
 #define MAGIC_HUGE ((size_t)0xFA57E47Eu << 8)
+/* An over-aligned payload (memalign and friends) inside a block: its header
+ * holds the block's own payload address instead of a capacity. */
+#define MAGIC_ALIGNED ((size_t)0xFA57A119u << 8)
+/* Low bit of a live block's magic: C malloc made it (else obmalloc), for
+ * the counters, whichever allocator frees it. */
+#define FROM_C ((size_t)1)
+/* A class block on a free list: freeing it again is caught, not a corrupt
+ * free list. */
+#define MAGIC_FREE ((size_t)0xFA57F4EEu << 8)
 
 typedef struct {
     uintptr_t addr;
@@ -70,6 +90,9 @@ struct _PyMPK_Heap {
     struct _PyMPK_HeapHead head;
     struct _gc_runtime_state gc;
     _PyMPK_Handle handle;
+    /* Guards everything below up to `stats` (the block allocator), and
+     * stats.large_* / stats.malloc_*. */
+    pthread_mutex_t lock;
     /* Large blocks: free list heads per class (links inside the blocks). */
     void *class_free[NCLASSES];
     uintptr_t chunk_next;
@@ -90,19 +113,28 @@ _Static_assert(_PyMPK_HEAPS_SPAN
                == ((uintptr_t)_PyMPK_SLOT_COUNT << _PyMPK_SLOT_SHIFT),
                "pycore_mpk_heap.h disagrees with faastlane_mpk.h");
 _Static_assert(LARGE_MAX == ((size_t)1 << 18), "NCLASSES ends at LARGE_MAX");
+_Static_assert(MIN_BLOCK == 2 * HEADER && SMALL_MAX == (NSMALL + 1) * 16,
+               "the small classes are 32..128 in steps of 16");
 
 _Py_thread_local struct _PyMPK_Heap *_PyMPK_ThreadHeap = NULL;
 uintptr_t _PyMPK_HeapsBase = 0;
 
-/* The heap of each slot; written with the GIL held. */
+/* The heap of each slot; written with the GIL held, read by free() from any
+ * thread (hence the atomic loads). */
 static struct _PyMPK_Heap *heaps[_PyMPK_SLOT_COUNT];
+/* The bookkeeping of forgotten heaps, kept per slot and reused by the slot's
+ * next heap: a free() racing with a destroy may still hold the pointer, and
+ * must find a valid mutex there, never freed memory. */
+static struct _PyMPK_Heap *spare[_PyMPK_SLOT_COUNT];
 
 
 struct _PyMPK_Heap *
 _PyMPK_HeapOf(const void *p)
 {
     assert(_PyMPK_InHeaps(p));
-    return heaps[((uintptr_t)p - _PyMPK_HeapsBase) >> _PyMPK_SLOT_SHIFT];
+    return __atomic_load_n(
+        &heaps[((uintptr_t)p - _PyMPK_HeapsBase) >> _PyMPK_SLOT_SHIFT],
+        __ATOMIC_ACQUIRE);
 }
 
 struct _PyMPK_Heap *
@@ -126,6 +158,39 @@ _PyMPK_HeapGCState(struct _PyMPK_Heap *heap)
 /* ====================================================================== */
 /* Lifetime                                                               */
 
+/* fork() while another thread holds a heap's lock would leave the child's
+ * copy locked forever (Parallel branches are forked): hold every heap's lock
+ * across the fork.  Registered after the domain table's handlers, so the
+ * prepare step takes the heap locks first -- the lock order of the malloc
+ * path (heap, then table). */
+static void
+heaps_prefork(void)
+{
+    for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
+        if (spare[i] != NULL) {
+            pthread_mutex_lock(&spare[i]->lock);
+        }
+    }
+}
+
+static void
+heaps_postfork(void)
+{
+    for (int i = _PyMPK_SLOT_COUNT - 1; i >= 0; i--) {
+        if (spare[i] != NULL) {
+            pthread_mutex_unlock(&spare[i]->lock);
+        }
+    }
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void
+install_atfork(void)
+{
+    (void)pthread_atfork(heaps_prefork, heaps_postfork, heaps_postfork);
+}
+
 int
 _PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
 {
@@ -144,10 +209,29 @@ _PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
         *why = "threads are inside the domain: enable its heap first";
         return -1;
     }
-    heap = PyMem_RawCalloc(1, sizeof(*heap));
-    if (heap == NULL) {
-        *why = "out of memory for the heap's bookkeeping";
+    /* Before the first heap exists: C malloc() inside domains must know
+     * which callers stay shared, and the raw domain must stay shared
+     * (mpk_malloc.c, PRIVATE_HEAPS.md). */
+    if (_PyMPK_MallocPrepare(why) != 0) {
         return -1;
+    }
+    pthread_once(&atfork_once, install_atfork);
+    heap = spare[h.slot];
+    if (heap == NULL) {
+        heap = PyMem_RawCalloc(1, sizeof(*heap));
+        if (heap == NULL) {
+            *why = "out of memory for the heap's bookkeeping";
+            return -1;
+        }
+        pthread_mutex_init(&heap->lock, NULL);
+    }
+    else {
+        /* Reset all but the lock (nobody holds it: the slot has no heap). */
+        pthread_mutex_lock(&heap->lock);
+        memset(&heap->head, 0, offsetof(struct _PyMPK_Heap, lock));
+        memset((char *)heap + offsetof(struct _PyMPK_Heap, class_free), 0,
+               sizeof(*heap) - offsetof(struct _PyMPK_Heap, class_free));
+        pthread_mutex_unlock(&heap->lock);
     }
     {
         poolp temp[OBMALLOC_USED_POOLS_SIZE] =
@@ -167,7 +251,11 @@ _PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
     heap->handle = h;
     heap->head.slot = h.slot;
     _PyMPK_HeapsBase = _PyMPK_SlotBase(0);
-    heaps[h.slot] = heap;
+    spare[h.slot] = heap;
+    __atomic_store_n(&heaps[h.slot], heap, __ATOMIC_RELEASE);
+    /* numpy's default data allocator caches small blocks process-wide: one
+     * domain's freed block would serve the next domain (mpk_numpy.c). */
+    _PyMPK_NumpyAdopt();
     return 0;
 }
 
@@ -198,9 +286,14 @@ _PyMPK_HeapForget(int slot)
     if (heap == NULL) {
         return;
     }
-    heaps[slot] = NULL;
+    /* No lock taken: the caller holds the domain table's lock, which the
+     * block allocator takes under a heap's lock.  A free() racing with the
+     * destroy (only possible without keys: with keys a thread outside the
+     * domain faults on the block's header) may still hold the pointer: the
+     * bookkeeping stays valid in spare[slot] until the slot's next heap,
+     * and the slot memory it could ask for is refused (stale handle). */
+    __atomic_store_n(&heaps[slot], NULL, __ATOMIC_RELEASE);
     _PyObject_FiniHeapState(&heap->head.om);
-    PyMem_RawFree(heap);
 }
 
 int
@@ -209,9 +302,12 @@ _PyMPK_HeapGetStats(int slot, _PyMPK_HeapStats *out)
     if (!_PyMPK_HeapEnabled(slot)) {
         return -1;
     }
-    *out = heaps[slot]->stats;
-    out->arenas_free = heaps[slot]->narenas_free;
-    out->huge_extents_free = heaps[slot]->nextents;
+    struct _PyMPK_Heap *heap = heaps[slot];
+    pthread_mutex_lock(&heap->lock);
+    *out = heap->stats;
+    out->huge_extents_free = heap->nextents;
+    pthread_mutex_unlock(&heap->lock);
+    out->arenas_free = heap->narenas_free;
     return 0;
 }
 
@@ -269,22 +365,33 @@ _PyMPK_HeapArenaFree(struct _PyMPK_Heap *heap, void *arena, size_t size)
 }
 
 /* ====================================================================== */
-/* Large blocks: a 16-byte header {capacity, magic} before the payload    */
+/* Blocks: a 16-byte header {capacity, magic} before the payload          */
+/*                                                                        */
+/* Used by obmalloc for requests above 512 bytes (with the GIL) and by C  */
+/* malloc() inside the domain for every size (with or without it): every */
+/* entry point below takes the heap's lock.                               */
 
 static int
 class_of(size_t need)
 {
+    assert(need >= MIN_BLOCK && need <= LARGE_MAX && need % 16 == 0);
+    if (need <= SMALL_MAX) {
+        return (int)(need / 16) - 2;
+    }
     size_t n = need - 1;
     int k = 63 - __builtin_clzll((unsigned long long)n);
     size_t step = (size_t)1 << (k - 2);
-    assert(need > ((size_t)1 << CLASS_MIN_SHIFT) && need <= LARGE_MAX);
-    return (k - CLASS_MIN_SHIFT) * 4 + (int)((n - ((size_t)1 << k)) / step);
+    return NSMALL + (k - 7) * 4 + (int)((n - ((size_t)1 << k)) / step);
 }
 
 static size_t
 class_size(int c)
 {
-    int k = c / 4 + CLASS_MIN_SHIFT;
+    if (c < NSMALL) {
+        return (size_t)(c + 2) * 16;
+    }
+    c -= NSMALL;
+    int k = c / 4 + 7;
     return ((size_t)1 << k) + (size_t)(c % 4 + 1) * ((size_t)1 << (k - 2));
 }
 
@@ -301,18 +408,15 @@ finish_block(uintptr_t block, size_t capacity, size_t magic)
 static void
 retire_chunk(struct _PyMPK_Heap *heap)
 {
-    while (heap->chunk_end - heap->chunk_next > ((size_t)1 << CLASS_MIN_SHIFT)) {
+    while (heap->chunk_end - heap->chunk_next >= MIN_BLOCK) {
         size_t left = heap->chunk_end - heap->chunk_next;
         int c = class_of(left < LARGE_MAX ? left : LARGE_MAX);
         if (class_size(c) > left) {
             c--;
         }
-        if (c < 0) {
-            break;
-        }
         void **block = (void **)(heap->chunk_next + HEADER);
         ((size_t *)heap->chunk_next)[0] = class_size(c);
-        ((size_t *)heap->chunk_next)[1] = MAGIC_CLASS;
+        ((size_t *)heap->chunk_next)[1] = MAGIC_FREE;
         *block = heap->class_free[c];
         heap->class_free[c] = block;
         heap->chunk_next += class_size(c);
@@ -330,6 +434,7 @@ class_alloc(struct _PyMPK_Heap *heap, size_t need)
     if (free_block != NULL) {
         heap->class_free[c] = *free_block;
         *free_block = NULL;
+        ((size_t *)free_block)[-1] = MAGIC_CLASS;
         return free_block;
     }
     if (heap->chunk_end - heap->chunk_next < size) {
@@ -437,97 +542,237 @@ huge_free(struct _PyMPK_Heap *heap, uintptr_t addr, size_t size)
     heap->nextents++;
 }
 
+/* A block with at least `size` payload bytes; the lock is held.  `from_c`
+ * says which counters it goes to (C malloc or obmalloc). */
 static void *
-large_alloc(struct _PyMPK_Heap *heap, size_t size, int zero)
+block_alloc(struct _PyMPK_Heap *heap, size_t size, int zero, int from_c)
 {
     size_t need = (size == 0 ? 1 : size) + HEADER;
     int zeroed = 0;
     void *p;
 
-    if (need < size) {
+    if (need < size || need > _PyMPK_SLOT_SIZE) {
         return NULL;
     }
     need = (need + 15) & ~(size_t)15;
-    if (need <= ((size_t)1 << CLASS_MIN_SHIFT)) {
-        need = ((size_t)1 << CLASS_MIN_SHIFT) + 16;
+    if (need < MIN_BLOCK) {
+        need = MIN_BLOCK;
     }
     p = need <= LARGE_MAX ? class_alloc(heap, need)
                           : huge_alloc(heap, need, &zeroed);
     if (p == NULL) {
         return NULL;
     }
-    heap->stats.large_blocks++;
-    heap->stats.large_bytes += ((size_t *)p)[-2];
+    if (from_c) {
+        ((size_t *)p)[-1] |= FROM_C;
+        heap->stats.malloc_blocks++;
+        heap->stats.malloc_bytes += ((size_t *)p)[-2];
+    }
+    else {
+        heap->stats.large_blocks++;
+        heap->stats.large_bytes += ((size_t *)p)[-2];
+    }
     if (zero && !zeroed) {
         memset(p, 0, size);
     }
     return p;
 }
 
-void *
-_PyMPK_HeapLargeAlloc(struct _PyMPK_Heap *heap, size_t size)
+_Py_NO_RETURN static void
+bad_block(const char *what)
 {
-    return large_alloc(heap, size, 0);
+    Py_FatalError(what);
 }
 
-void *
-_PyMPK_HeapLargeCalloc(struct _PyMPK_Heap *heap, size_t size)
-{
-    return large_alloc(heap, size, 1);
-}
-
+/* The header of payload p: its capacity (block size, header included). */
 static size_t
 block_capacity(void *p, size_t *magic)
 {
     size_t *header = (size_t *)((uintptr_t)p - HEADER);
     *magic = header[1];
-    if (*magic != MAGIC_CLASS && *magic != MAGIC_HUGE) {
-        Py_FatalError("private heap: free or realloc of a pointer that no "
-                      "allocator of this domain handed out");
+    if ((*magic & ~FROM_C) != MAGIC_CLASS && (*magic & ~FROM_C) != MAGIC_HUGE) {
+        bad_block(*magic == MAGIC_FREE
+                  ? "private heap: double free (or use after free) of a block"
+                  : "private heap: free or realloc of a pointer that no "
+                    "allocator of this domain handed out");
     }
     return header[0];
 }
 
-void
-_PyMPK_HeapLargeFree(struct _PyMPK_Heap *heap, void *p)
+/* The payload a (possibly over-aligned) pointer p belongs to. */
+static void *
+block_of(void *p)
+{
+    size_t *header = (size_t *)((uintptr_t)p - HEADER);
+    if (header[1] == MAGIC_ALIGNED) {
+        void *base = (void *)header[0];
+        if ((uintptr_t)base >= (uintptr_t)p
+            || (uintptr_t)p - (uintptr_t)base > _PyMPK_SLOT_SIZE / 2)
+        {
+            bad_block("private heap: corrupt header of an aligned block");
+        }
+        return base;
+    }
+    return p;
+}
+
+static void
+block_free(struct _PyMPK_Heap *heap, void *p)
 {
     size_t magic;
     size_t capacity = block_capacity(p, &magic);
     uintptr_t block = (uintptr_t)p - HEADER;
 
-    heap->stats.large_blocks--;
-    heap->stats.large_bytes -= capacity;
-    if (magic == MAGIC_HUGE) {
+    if (magic & FROM_C) {
+        heap->stats.malloc_blocks--;
+        heap->stats.malloc_bytes -= capacity;
+    }
+    else {
+        heap->stats.large_blocks--;
+        heap->stats.large_bytes -= capacity;
+    }
+    if ((magic & ~FROM_C) == MAGIC_HUGE) {
+        ((size_t *)block)[1] = MAGIC_FREE;
         huge_free(heap, block, capacity);
         return;
     }
     int c = class_of(capacity);
-    assert(class_size(c) == capacity);
-    ((size_t *)block)[1] = MAGIC_CLASS;
+    if (class_size(c) != capacity) {
+        bad_block("private heap: corrupt block header (no such class)");
+    }
+    ((size_t *)block)[1] = MAGIC_FREE;
     *(void **)p = heap->class_free[c];
     heap->class_free[c] = p;
+}
+
+/* Usable bytes at p (an aligned pointer's own share of its block). */
+static size_t
+block_usable(void *p)
+{
+    size_t magic;
+    void *base = block_of(p);
+    size_t capacity = block_capacity(base, &magic);
+    return capacity - HEADER - ((uintptr_t)p - (uintptr_t)base);
+}
+
+static void *
+block_realloc(struct _PyMPK_Heap *heap, void *p, size_t size, int from_c)
+{
+    void *base = block_of(p);
+    size_t usable = block_usable(p);
+    void *q;
+
+    /* Grow in place when it fits; shrink in place unless more than half
+     * would be wasted.  An aligned pointer moves to a plain block (realloc
+     * keeps malloc's alignment only). */
+    if (base == p && size <= usable && (size >= usable / 2 || usable <= 1024)) {
+        return p;
+    }
+    q = block_alloc(heap, size, 0, from_c);
+    if (q == NULL) {
+        return NULL;
+    }
+    memcpy(q, p, size < usable ? size : usable);
+    block_free(heap, base);
+    return q;
+}
+
+/* --- obmalloc's entry points (GIL held) -------------------------------- */
+
+void *
+_PyMPK_HeapLargeAlloc(struct _PyMPK_Heap *heap, size_t size)
+{
+    pthread_mutex_lock(&heap->lock);
+    void *p = block_alloc(heap, size, 0, 0);
+    pthread_mutex_unlock(&heap->lock);
+    return p;
+}
+
+void *
+_PyMPK_HeapLargeCalloc(struct _PyMPK_Heap *heap, size_t size)
+{
+    pthread_mutex_lock(&heap->lock);
+    void *p = block_alloc(heap, size, 1, 0);
+    pthread_mutex_unlock(&heap->lock);
+    return p;
+}
+
+void
+_PyMPK_HeapLargeFree(struct _PyMPK_Heap *heap, void *p)
+{
+    pthread_mutex_lock(&heap->lock);
+    block_free(heap, block_of(p));
+    pthread_mutex_unlock(&heap->lock);
 }
 
 void *
 _PyMPK_HeapLargeRealloc(struct _PyMPK_Heap *heap, void *p, size_t size)
 {
-    size_t magic;
-    size_t capacity = block_capacity(p, &magic);
-    size_t usable = capacity - HEADER;
-    void *q;
+    pthread_mutex_lock(&heap->lock);
+    void *q = block_realloc(heap, p, size, 0);
+    pthread_mutex_unlock(&heap->lock);
+    return q;
+}
 
-    /* Grow in place when it fits; shrink in place unless more than half
-     * would be wasted. */
-    if (size <= usable && (size >= usable / 2 || usable <= 1024)) {
-        return p;
+/* --- C malloc's entry points (mpk_malloc.c; any thread, GIL or not) ---- */
+
+void *
+_PyMPK_HeapMalloc(struct _PyMPK_Heap *heap, size_t size, int zero)
+{
+    pthread_mutex_lock(&heap->lock);
+    void *p = block_alloc(heap, size, zero, 1);
+    pthread_mutex_unlock(&heap->lock);
+    return p;
+}
+
+void *
+_PyMPK_HeapMemalign(struct _PyMPK_Heap *heap, size_t align, size_t size)
+{
+    void *base, *p;
+
+    if (align <= 16) {
+        return _PyMPK_HeapMalloc(heap, size, 0);
     }
-    q = _PyMPK_HeapLargeAlloc(heap, size);
-    if (q == NULL) {
+    if (size > _PyMPK_SLOT_SIZE || align > _PyMPK_SLOT_SIZE / 2) {
         return NULL;
     }
-    memcpy(q, p, size < usable ? size : usable);
-    _PyMPK_HeapLargeFree(heap, p);
+    pthread_mutex_lock(&heap->lock);
+    /* The payload is 16-aligned: the aligned pointer lies at most
+     * align - 16 bytes past payload + 16, which leaves room for its own
+     * header. */
+    base = block_alloc(heap, size + align, 0, 1);
+    pthread_mutex_unlock(&heap->lock);
+    if (base == NULL || ((uintptr_t)base & (align - 1)) == 0) {
+        return base;
+    }
+    p = (void *)(((uintptr_t)base + HEADER + align - 1) & ~(uintptr_t)(align - 1));
+    ((size_t *)p)[-2] = (size_t)base;
+    ((size_t *)p)[-1] = MAGIC_ALIGNED;
+    return p;
+}
+
+void
+_PyMPK_HeapFree(struct _PyMPK_Heap *heap, void *p)
+{
+    pthread_mutex_lock(&heap->lock);
+    block_free(heap, block_of(p));
+    pthread_mutex_unlock(&heap->lock);
+}
+
+void *
+_PyMPK_HeapRealloc(struct _PyMPK_Heap *heap, void *p, size_t size)
+{
+    pthread_mutex_lock(&heap->lock);
+    void *q = block_realloc(heap, p, size, 1);
+    pthread_mutex_unlock(&heap->lock);
     return q;
+}
+
+size_t
+_PyMPK_HeapUsableSize(void *p)
+{
+    /* Reads only the block's own headers: no lock. */
+    return block_usable(p);
 }
 
 #else /* !Py_BUILD_CORE_BUILTIN: an ordinary extension for tests */

@@ -32,13 +32,36 @@ void _PyMPK_HeapForget(int slot);
 typedef struct {
     size_t arenas;              /* obmalloc arenas in use */
     size_t arenas_free;         /* arenas kept for reuse (zeroed) */
-    size_t large_blocks;        /* live blocks > 512 bytes */
+    size_t large_blocks;        /* live obmalloc blocks > 512 bytes */
     size_t large_bytes;         /* their capacity */
+    size_t malloc_blocks;       /* live blocks of C malloc() inside */
+    size_t malloc_bytes;        /* their capacity */
     size_t huge_extents_free;   /* free page extents kept for reuse */
     size_t huge_extents_lost;   /* free extents the table could not hold */
 } _PyMPK_HeapStats;
 
 /* Counters of the heap of the live domain in `slot`; -1 without a heap. */
 int _PyMPK_HeapGetStats(int slot, _PyMPK_HeapStats *out);
+
+/* ---------------------------------------------------------------------- */
+/* C malloc() inside a domain (mpk_malloc.c routes, mpk_heap.c allocates)  */
+
+struct _PyMPK_Heap;
+
+/* Before the first private heap: learn which callers of malloc stay shared
+ * and keep the raw domain shared.  0, or -1 with the reason in *why. */
+int _PyMPK_MallocPrepare(const char **why);
+/* numpy's default data allocator: from now on through malloc(), without
+ * its process-wide cache of small blocks (no-op without numpy). */
+void _PyMPK_NumpyAdopt(void);
+
+/* The heap's block allocator, for any thread (GIL or not): payloads are
+ * 16-aligned; free/realloc/usable-size take a payload (or an aligned
+ * pointer into one) of the same heap. */
+void *_PyMPK_HeapMalloc(struct _PyMPK_Heap *heap, size_t size, int zero);
+void *_PyMPK_HeapMemalign(struct _PyMPK_Heap *heap, size_t align, size_t size);
+void _PyMPK_HeapFree(struct _PyMPK_Heap *heap, void *p);
+void *_PyMPK_HeapRealloc(struct _PyMPK_Heap *heap, void *p, size_t size);
+size_t _PyMPK_HeapUsableSize(void *p);
 
 #endif /* !FAASTLANE_MPK_HEAP_H */

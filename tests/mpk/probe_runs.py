@@ -90,3 +90,28 @@ def run_probes_in_qemu(runtime: str, probes: Path) -> ProbeRun:
         f"{probes.name} failed inside QEMU (exit {proc.returncode}):\n{output[-6000:]}"
     )
     return ProbeRun(parse_results(proc.stdout), seconds, output)
+
+
+def runtime_with_packages(runtime: str, modules: tuple[str, ...] = ("numpy", "PIL")) -> str:
+    """An interpreter of ``runtime`` that also imports ``modules``: the one running
+    pytest when it is the runtime's test venv (``make test``), else the checkout's
+    ``.venv-mpk``.  numpy and Pillow come from the project's extras (setup.py); a
+    runtime without them is a failure, never a skip."""
+    import sys
+
+    target = os.path.realpath(runtime)
+    candidates = [sys.executable, str(REPO / ".venv-mpk" / "bin" / "python")]
+    for python in candidates:
+        if not os.path.exists(python) or os.path.realpath(python) != target:
+            continue
+        check = subprocess.run(
+            [python, "-c", "import " + ", ".join(modules)], capture_output=True, timeout=120
+        )
+        if check.returncode == 0:
+            return python
+    pytest.fail(
+        f"no interpreter of {runtime} can import {', '.join(modules)} (tried {candidates}): "
+        "run pytest from the runtime's venv (`make test-env`, then .venv-mpk/bin/python "
+        "-m pytest)",
+        pytrace=False,
+    )
