@@ -26,6 +26,7 @@ import os
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ["OMP_NUM_THREADS"] = "1"
 
+import contextvars  # noqa: E402
 import ctypes  # noqa: E402
 import hashlib  # noqa: E402
 import sys  # noqa: E402
@@ -35,7 +36,7 @@ from collections.abc import Callable  # noqa: E402
 
 import _faastlane  # noqa: E402
 import numpy as np  # noqa: E402
-from heap_probes import Box, _inside, heap_domain, keep  # noqa: E402
+from heap_probes import Box, heap_domain, keep  # noqa: E402
 from malloc_probes_kinds import C_KINDS  # noqa: E402
 from PIL import Image, ImageDraw, ImageFilter  # noqa: E402
 from probes import Note, Probe, in_thread, peek, run_probe  # noqa: E402
@@ -73,6 +74,17 @@ OUT = c_void_p()
 
 # numpy's ndarray struct: PyObject_HEAD, data, nd, dimensions (the dims/strides block).
 DIMS_OFFSET = 32
+
+
+def _inside(domain: _faastlane.Domain, body: Callable[[], None]) -> None:
+    """Run ``body`` inside ``domain`` on this thread, whose context is made first, in
+    the shared heap: a ContextVar set inside (numpy's errstate in linalg) would
+    otherwise create the thread's context in the private heap, and the thread's
+    teardown outside the domain would free it (see
+    contextvar_set_inside_on_a_fresh_thread_escapes_through_the_thread_state)."""
+    contextvars.copy_context()
+    with domain:
+        body()
 
 
 def slot(address: int | None) -> int | None:
@@ -441,6 +453,34 @@ def malloc_buffer_read_from_outside_domains_faults_with_owner_pkey(note: Note) -
     note("read", True)
 
 
+def contextvar_set_inside_on_a_fresh_thread_escapes_through_the_thread_state(
+    note: Note,
+) -> None:
+    """A thread's context is made by its first ContextVar.set: inside a domain it is a
+    private object held by the (shared) thread state, and the thread's teardown, outside
+    the domain, frees it -- a fault on the owner's key.  The composer must make a
+    function thread's context before its first entry gate (contextvars.copy_context())."""
+    a = heap_domain(note, "a")
+    var: contextvars.ContextVar[int] = contextvars.ContextVar("var", default=0)
+
+    def made_first() -> None:
+        contextvars.copy_context()
+        with a:
+            var.set(1)
+
+    in_thread(made_first)
+    note("context_made_first_ok", True)
+
+    def fresh() -> None:
+        with a:
+            var.set(2)
+        note("a_address", 0)
+        note("about_to_read", True)  # the thread's teardown is the "read"
+
+    in_thread(fresh)
+    note("read", True)
+
+
 COMMON: list[Probe] = [
     c_allocations_inside_a_private_heap_lie_in_its_slot,
     numpy_and_pillow_give_the_same_results_inside_and_outside,
@@ -456,6 +496,7 @@ WITHOUT_KEYS: list[Probe] = [
 WITH_KEYS: list[Probe] = [
     *(_read_by_other_domain(kind) for kind in C_KINDS),
     malloc_buffer_read_from_outside_domains_faults_with_owner_pkey,
+    contextvar_set_inside_on_a_fresh_thread_escapes_through_the_thread_state,
 ]
 
 

@@ -70,3 +70,16 @@ def test_shared_runtime_structures_with_keys(qemu_malloc_probes: ProbeRun) -> No
 def test_bounded_cycles_with_keys(qemu_malloc_probes: ProbeRun) -> None:
     check_bounded_cycles(
         qemu_malloc_probes["ten_thousand_malloc_free_cycles_inside_a_domain_stay_bounded"])
+
+
+def test_contextvar_set_inside_on_a_fresh_thread_escapes_through_the_thread_state(
+    qemu_malloc_probes: ProbeRun,
+) -> None:
+    """Not a malloc path, found by these probes: a thread's context made inside its
+    domain is freed by the thread's teardown outside it.  Made first, it is shared."""
+    r = qemu_malloc_probes[
+        "contextvar_set_inside_on_a_fresh_thread_escapes_through_the_thread_state"]
+    assert r.notes["context_made_first_ok"] is True, r.describe()
+    assert r.signal == 11 and "read" not in r.notes, r.describe()
+    assert r.fault is not None and r.fault["code"] == 4, r.describe()
+    assert r.fault["pkey"] == r.notes["a_key"] and r.fault["thread_slot"] == -1
