@@ -63,3 +63,9 @@ def check_bounded_cycles(r: ProbeResult) -> None:
     # 10,000 more cycles after the first 1,000 commit no more slot memory.
     assert r.notes["committed_after_11k"] == r.notes["committed_after_1k"], r.describe()
     assert r.notes["stats"]["malloc_blocks"] == 0, r.describe()
+
+
+def check_type_cache_names(r: ProbeResult) -> None:
+    assert r.exit_code == 0 and r.error is None, r.describe()
+    assert (r.notes["value"], r.notes["name_private"]) == (14, 1), r.describe()
+    assert r.notes["refs_kept"] == 0, r.describe()

@@ -453,6 +453,31 @@ def malloc_buffer_read_from_outside_domains_faults_with_owner_pkey(note: Note) -
     note("read", True)
 
 
+class _Shared:
+    attr = 7
+
+
+def names_built_inside_a_domain_are_not_kept_by_the_type_cache(note: Note) -> None:
+    """The type attribute cache holds a reference to each entry's name: a name built
+    inside a domain (getattr with a run-time string, PyObject_GetAttrString in C) must
+    not be kept alive by it (patch 0006) -- the next lookup replacing the entry, from
+    any thread, would decref it.  Found by the numpy probe above under QEMU."""
+    a = heap_domain(note, "a")
+    box = Box()
+
+    def body() -> None:
+        name = "at" + "tr"[:2]  # built at run time: private, not interned
+        before = sys.getrefcount(name)
+        box[0] = getattr(_Shared, name) + getattr(_Shared(), name)
+        box[1] = sys.getrefcount(name) - before
+        box[2] = 1 if slot(id(name)) == a.slot else 0
+
+    in_thread(lambda: _inside(a, body))
+    note("value", int(box[0]))
+    note("refs_kept", int(box[1]))
+    note("name_private", int(box[2]))
+
+
 def contextvar_set_inside_on_a_fresh_thread_escapes_through_the_thread_state(
     note: Note,
 ) -> None:
@@ -487,6 +512,7 @@ COMMON: list[Probe] = [
     small_numpy_blocks_freed_inside_never_serve_another_domain_or_the_orchestrator,
     raw_memory_threads_and_libraries_used_inside_a_domain_stay_shared,
     ten_thousand_malloc_free_cycles_inside_a_domain_stay_bounded,
+    names_built_inside_a_domain_are_not_kept_by_the_type_cache,
 ]
 
 WITHOUT_KEYS: list[Probe] = [

@@ -6,6 +6,8 @@ are in test_malloc_qemu.py."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 from malloc_checks import (
     check_bounded_cycles,
@@ -13,6 +15,7 @@ from malloc_checks import (
     check_same_results,
     check_shared_runtime_structures,
     check_small_numpy_blocks,
+    check_type_cache_names,
 )
 from probe_protocol import parse_results
 from probe_runs import HERE, ProbeRun, run_probes, runtime_with_packages
@@ -65,3 +68,48 @@ def test_c_buffers_freed_from_outside_go_back_to_their_heap(
     assert r.exit_code == 0 and r.error is None, r.describe()
     assert r.notes["held_in_slot"] == [True, True]
     assert r.notes["before"] >= 5 and r.notes["after"] == 0, r.describe()
+
+
+def test_names_built_inside_a_domain_are_not_kept_by_the_type_cache(
+    native_malloc_probes: ProbeRun,
+) -> None:
+    check_type_cache_names(
+        native_malloc_probes["names_built_inside_a_domain_are_not_kept_by_the_type_cache"])
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [["-X", "dev"], ["-X", "tracemalloc"]],
+    ids=["debug_hooks", "tracemalloc"],
+)
+def test_private_heap_refused_when_the_raw_allocator_cannot_stay_shared(
+    runtime: str, setup: list[str]
+) -> None:
+    """Debug hooks or tracemalloc on top of malloc() would make the raw domain follow
+    the thread into its domain: private heaps fail closed, plain domains still work."""
+    code = (
+        "import _faastlane\n"
+        "try:\n    _faastlane.Domain(private_heap=True)\n"
+        "except _faastlane.DomainError as e:\n    print('refused:', e)\n"
+        "d = _faastlane.Domain(); print(d.private_heap, len(_faastlane.live_domains()))\n"
+    )
+    proc = subprocess.run([runtime, *setup, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("refused: cannot give the domain a private heap: the raw "
+                               "memory allocator is not CPython's default"), lines
+    assert lines[1] == "False 1"
+
+
+def test_tracemalloc_started_after_the_first_private_heap_keeps_working(runtime: str) -> None:
+    code = (
+        "import _faastlane, tracemalloc\n"
+        "d = _faastlane.Domain(private_heap=True)\n"
+        "tracemalloc.start()\n"
+        "def body():\n    x = [bytes(100) for _ in range(100)]\n"
+        "with d: body()\n"
+        "s = tracemalloc.take_snapshot(); tracemalloc.stop(); print(len(s.traces) > 0)\n"
+    )
+    proc = subprocess.run([runtime, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr

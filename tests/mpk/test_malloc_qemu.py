@@ -14,6 +14,7 @@ from malloc_checks import (
     check_same_results,
     check_shared_runtime_structures,
     check_small_numpy_blocks,
+    check_type_cache_names,
 )
 from malloc_probes_kinds import C_KINDS
 from probe_runs import HERE, ProbeRun, run_probes_in_qemu, runtime_with_packages
@@ -83,3 +84,10 @@ def test_contextvar_set_inside_on_a_fresh_thread_escapes_through_the_thread_stat
     assert r.signal == 11 and "read" not in r.notes, r.describe()
     assert r.fault is not None and r.fault["code"] == 4, r.describe()
     assert r.fault["pkey"] == r.notes["a_key"] and r.fault["thread_slot"] == -1
+
+
+def test_names_built_inside_a_domain_are_not_kept_by_the_type_cache(
+    qemu_malloc_probes: ProbeRun,
+) -> None:
+    check_type_cache_names(
+        qemu_malloc_probes["names_built_inside_a_domain_are_not_kept_by_the_type_cache"])
