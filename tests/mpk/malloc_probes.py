@@ -483,15 +483,19 @@ def contextvar_set_inside_on_a_fresh_thread_escapes_through_the_thread_state(
 ) -> None:
     """A thread's context is made by its first ContextVar.set: inside a domain it is a
     private object held by the (shared) thread state, and the thread's teardown, outside
-    the domain, frees it -- a fault on the owner's key.  The composer must make a
-    function thread's context before its first entry gate (contextvars.copy_context())."""
+    the domain, frees it -- a fault on the owner's key.  A context made first, outside
+    (contextvars.copy_context()), is shared; a set undone before the exit gate (numpy's
+    errstate, decimal.localcontext) then leaves it clean.  A set left in place (the
+    first decimal.getcontext() of a thread) would leave a private value in it either
+    way: the thread's context must then be reset at the exit gate."""
     a = heap_domain(note, "a")
     var: contextvars.ContextVar[int] = contextvars.ContextVar("var", default=0)
 
     def made_first() -> None:
         contextvars.copy_context()
         with a:
-            var.set(1)
+            token = var.set(1)
+            var.reset(token)
 
     in_thread(made_first)
     note("context_made_first_ok", True)
