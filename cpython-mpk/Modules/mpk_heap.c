@@ -209,10 +209,12 @@ _PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
         *why = "threads are inside the domain: enable its heap first";
         return -1;
     }
-    /* Before the first heap exists: C malloc() inside domains must know
-     * which callers stay shared, and the raw domain must stay shared
-     * (mpk_malloc.c, PRIVATE_HEAPS.md). */
-    if (_PyMPK_MallocPrepare(why) != 0) {
+    /* Before the first heap exists: when C malloc() is routed (opt-in,
+     * FAASTLANE_MPK_MALLOC=on), it must know which callers stay shared,
+     * and the raw domain must stay shared (mpk_malloc.c, PRIVATE_HEAPS.md
+     * section 7). */
+    int routed = _PyMPK_MallocPrepare(why);
+    if (routed < 0) {
         return -1;
     }
     pthread_once(&atfork_once, install_atfork);
@@ -253,9 +255,12 @@ _PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
     _PyMPK_HeapsBase = _PyMPK_SlotBase(0);
     spare[h.slot] = heap;
     __atomic_store_n(&heaps[h.slot], heap, __ATOMIC_RELEASE);
-    /* numpy's default data allocator caches small blocks process-wide: one
-     * domain's freed block would serve the next domain (mpk_numpy.c). */
-    _PyMPK_NumpyAdopt();
+    /* numpy's default data allocator caches small blocks process-wide: with
+     * malloc routed, one domain's freed block would serve the next domain
+     * (mpk_numpy.c). */
+    if (routed) {
+        _PyMPK_NumpyAdopt();
+    }
     return 0;
 }
 

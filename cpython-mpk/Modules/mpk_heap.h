@@ -48,8 +48,11 @@ int _PyMPK_HeapGetStats(int slot, _PyMPK_HeapStats *out);
 
 struct _PyMPK_Heap;
 
-/* Before the first private heap: learn which callers of malloc stay shared
- * and keep the raw domain shared.  0, or -1 with the reason in *why. */
+/* At each private heap's creation.  C malloc is routed by domain only when
+ * FAASTLANE_MPK_MALLOC=on (read once): then, the first time, learn which
+ * callers of malloc stay shared and keep the raw domain shared.  Returns 1
+ * (routed), 0 (not routed: malloc stays glibc's everywhere), or -1 with the
+ * reason in *why. */
 int _PyMPK_MallocPrepare(const char **why);
 /* numpy's default data allocator: from now on through malloc(), without
  * its process-wide cache of small blocks (no-op without numpy). */

@@ -10,6 +10,14 @@
  * lookup scope and win for every shared object: numpy's extension modules,
  * libopenblas, Pillow, libc's own internal calls.
  *
+ * Opt-in: FAASTLANE_MPK_MALLOC=on in the environment when the first private
+ * heap is made.  Without it every entry point below goes to glibc (one more
+ * load and compare) and private heaps cover Python allocations only: with
+ * routing on, C libraries' lazily initialised process-wide state (made on
+ * first use, inside whichever function used them first) lands in a domain,
+ * and the example workflows die of cross-domain faults under QEMU until the
+ * composer warms it (PRIVATE_HEAPS.md section 7).
+ *
  * Routing (PRIVATE_HEAPS.md, "C malloc"):
  *   - allocation on a thread inside a domain with a private heap goes to the
  *     heap's block allocator (mpk_heap.c), unless the caller is glibc or the
@@ -79,6 +87,8 @@ static struct {
     uintptr_t start, end;
 } shared_text[MAX_SHARED_RANGES];
 static int nshared_text;
+/* 1 once routing was turned on (FAASTLANE_MPK_MALLOC=on at the first heap). */
+static int routing;
 
 static int
 collect_text(struct dl_phdr_info *info, size_t size, void *arg)
@@ -125,7 +135,7 @@ static inline struct _PyMPK_Heap *
 alloc_heap(const void *caller)
 {
     struct _PyMPK_Heap *heap = _PyMPK_ThreadHeap;
-    if (__builtin_expect(heap == NULL, 1) || shared_caller(caller)) {
+    if (__builtin_expect(heap == NULL, 1) || !routing || shared_caller(caller)) {
         return NULL;
     }
     return heap;
@@ -226,9 +236,16 @@ install_shared_raw(const char **why)
 int
 _PyMPK_MallocPrepare(const char **why)
 {
-    static int prepared;
-    if (prepared) {
+    static int prepared, wanted = -1;
+    if (wanted < 0) {
+        const char *env = getenv("FAASTLANE_MPK_MALLOC");
+        wanted = env != NULL && strcmp(env, "on") == 0;
+    }
+    if (!wanted) {
         return 0;
+    }
+    if (prepared) {
+        return 1;
     }
     /* The loader's base comes from the auxiliary vector; libc by name. */
     nshared_text = 0;
@@ -242,7 +259,9 @@ _PyMPK_MallocPrepare(const char **why)
         return -1;
     }
     prepared = 1;
-    return 0;
+    /* Last: the ranges above are in place before any thread routes. */
+    __atomic_store_n(&routing, 1, __ATOMIC_RELEASE);
+    return 1;
 }
 
 /* ====================================================================== */

@@ -25,6 +25,8 @@ import os
 # (PRIVATE_HEAPS.md, "C malloc").
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ["OMP_NUM_THREADS"] = "1"
+# C malloc is routed by domain only on request (PRIVATE_HEAPS.md section 7).
+os.environ["FAASTLANE_MPK_MALLOC"] = "on"
 
 import contextvars  # noqa: E402
 import ctypes  # noqa: E402

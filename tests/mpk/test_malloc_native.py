@@ -6,6 +6,7 @@ are in test_malloc_qemu.py."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -94,7 +95,7 @@ def test_private_heap_refused_when_the_raw_allocator_cannot_stay_shared(
         "d = _faastlane.Domain(); print(d.private_heap, len(_faastlane.live_domains()))\n"
     )
     proc = subprocess.run([runtime, *setup, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, env=dict(os.environ, FAASTLANE_MPK_MALLOC="on"))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("refused: cannot give the domain a private heap: the raw "
@@ -111,5 +112,25 @@ def test_tracemalloc_started_after_the_first_private_heap_keeps_working(runtime:
         "with d: body()\n"
         "s = tracemalloc.take_snapshot(); tracemalloc.stop(); print(len(s.traces) > 0)\n"
     )
-    proc = subprocess.run([runtime, "-c", code], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([runtime, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, FAASTLANE_MPK_MALLOC="on"))
     assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr
+
+
+def test_c_malloc_is_routed_only_on_request(runtime: str) -> None:
+    """Without FAASTLANE_MPK_MALLOC=on, C malloc stays glibc's inside private heaps too
+    (and the raw allocator is left alone: -X dev works)."""
+    code = (
+        "import ctypes, _faastlane\n"
+        "m = ctypes.CDLL(None).malloc; m.restype = ctypes.c_void_p\n"
+        "d = _faastlane.Domain(private_heap=True); out = []\n"
+        "def body():\n    out.append(m(100)); out.append(m(1 << 20))\n"
+        "with d: body()\n"
+        "print([_faastlane.slot_of(p) for p in out], d.heap_stats()['malloc_blocks'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "FAASTLANE_MPK_MALLOC"}
+    for setup in ([], ["-X", "dev"]):
+        proc = subprocess.run([runtime, *setup, "-c", code], capture_output=True, text=True,
+                              timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "[None, None] 0"

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ["FAASTLANE_MPK_MALLOC"] = "on"  # route C malloc by domain (opt-in)
 import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
