@@ -493,11 +493,14 @@ def contextvar_set_inside_on_a_fresh_thread_escapes_through_the_thread_state(
     a = heap_domain(note, "a")
     var: contextvars.ContextVar[int] = contextvars.ContextVar("var", default=0)
 
+    def balanced() -> None:
+        token = var.set(1)
+        var.reset(token)
+
     def made_first() -> None:
         contextvars.copy_context()
         with a:
-            token = var.set(1)
-            var.reset(token)
+            balanced()  # its frame, and the private Token, end inside
 
     in_thread(made_first)
     note("context_made_first_ok", True)
