@@ -12,11 +12,11 @@
  *
  * Opt-in: FAASTLANE_MPK_MALLOC=on in the environment when the first private
  * heap is made.  Without it every entry point below goes to glibc (one more
- * load and compare) and private heaps cover Python allocations only: with
+ * load and compare) and private heaps cover Python allocations only.  With
  * routing on, C libraries' lazily initialised process-wide state (made on
- * first use, inside whichever function used them first) lands in a domain,
- * and the example workflows die of cross-domain faults under QEMU until the
- * composer warms it (PRIVATE_HEAPS.md section 7).
+ * first use, inside whichever function used it first) lands in a domain and
+ * faults the next function, so it stays opt-in until the example workflows
+ * are shown to pass under keys with it (PRIVATE_HEAPS.md section 7).
  *
  * Routing (PRIVATE_HEAPS.md, "C malloc"):
  *   - allocation on a thread inside a domain with a private heap goes to the
