@@ -483,6 +483,12 @@ faastlane_available(PyObject *module, PyObject *Py_UNUSED(ignored))
 }
 
 static PyObject *
+faastlane_malloc_routed(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(_PyMPK_MallocRouted());
+}
+
+static PyObject *
 faastlane_unavailable_reason(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     const char *reason = _PyMPK_UnavailableReason();
@@ -674,6 +680,9 @@ static PyMethodDef faastlane_methods[] = {
      "CPU has PKU, the OS enabled it, and pkey_alloc succeeds."},
     {"unavailable_reason", faastlane_unavailable_reason, METH_NOARGS,
      "unavailable_reason()\n--\n\nWhy keys are not in use, or None."},
+    {"malloc_routed", faastlane_malloc_routed, METH_NOARGS,
+     "malloc_routed()\n--\n\nTrue once C malloc and friends are routed by domain "
+     "(FAASTLANE_MPK_MALLOC=on when the first private heap was made)."},
     {"implementation", faastlane_implementation, METH_NOARGS,
      "implementation()\n--\n\n'keys' or 'no-keys' (same bookkeeping, no "
      "enforcement)."},

@@ -54,6 +54,8 @@ struct _PyMPK_Heap;
  * (routed), 0 (not routed: malloc stays glibc's everywhere), or -1 with the
  * reason in *why. */
 int _PyMPK_MallocPrepare(const char **why);
+/* 1 once C malloc is routed by domain (set by the first private heap). */
+int _PyMPK_MallocRouted(void);
 /* numpy's default data allocator: from now on through malloc(), without
  * its process-wide cache of small blocks (no-op without numpy). */
 void _PyMPK_NumpyAdopt(void);

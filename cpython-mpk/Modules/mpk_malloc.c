@@ -10,13 +10,14 @@
  * lookup scope and win for every shared object: numpy's extension modules,
  * libopenblas, Pillow, libc's own internal calls.
  *
- * Opt-in: FAASTLANE_MPK_MALLOC=on in the environment when the first private
- * heap is made.  Without it every entry point below goes to glibc (one more
- * load and compare) and private heaps cover Python allocations only.  With
- * routing on, C libraries' lazily initialised process-wide state (made on
- * first use, inside whichever function used it first) lands in a domain and
- * faults the next function, so it stays opt-in until the example workflows
- * are shown to pass under keys with it (PRIVATE_HEAPS.md section 7).
+ * Switched on by FAASTLANE_MPK_MALLOC=on in the environment when the first
+ * private heap is made (the Orchestrator's mpk mode sets it unless the user
+ * chose "off"; malloc_routed() tells).  Off, every entry point below goes to
+ * glibc (one more load and compare) and private heaps cover Python
+ * allocations only.  On, C libraries' lazily initialised process-wide state
+ * (made on first use, inside whichever function used it first) would land in
+ * a domain and fault the next function: the Orchestrator warms it outside
+ * domains (PRIVATE_HEAPS.md section 7).
  *
  * Routing (PRIVATE_HEAPS.md, "C malloc"):
  *   - allocation on a thread inside a domain with a private heap goes to the
@@ -264,6 +265,12 @@ _PyMPK_MallocPrepare(const char **why)
     return 1;
 }
 
+int
+_PyMPK_MallocRouted(void)
+{
+    return __atomic_load_n(&routing, __ATOMIC_ACQUIRE);
+}
+
 /* ====================================================================== */
 /* Slot addresses: by owner                                               */
 
@@ -504,6 +511,12 @@ malloc_usable_size(void *p)
 #else /* !Py_BUILD_CORE_BUILTIN: an ordinary extension for tests */
 
 /* An extension module must not replace the process's malloc. */
+int
+_PyMPK_MallocRouted(void)
+{
+    return 0;
+}
+
 int
 _PyMPK_MallocPrepare(const char **why)
 {

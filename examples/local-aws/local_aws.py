@@ -44,7 +44,8 @@ HOST = "127.0.0.1"
 REGION = "us-east-1"
 # Dummy credentials for the local endpoints only: moto accepts any, and so does the stand-in.
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-START_TIMEOUT = 30.0
+# Seconds a server may take to answer; more where the CPU is emulated (the QEMU tests).
+START_TIMEOUT = float(os.environ.get("FAASTLANE_LOCAL_AWS_START_TIMEOUT", "30"))
 
 # What the examples use, and the variables their functions read the names from.
 HEALTHCARE_TABLE = "faastlane-healthcare-protected"

@@ -74,7 +74,10 @@ FUNCTIONS = {
                     "day": when.day, "packed": list(packed), "total": str(total),
                     "array_sum": float(array.sum()), "pixels": sum(image.getdata()),
                     "json": json.loads(json.dumps({"a": [1]})),
-                    "counter_in_my_slot": slot_of(counts) == my_slot()}
+                    "counter_in_my_slot": slot_of(counts) == my_slot(),
+                    # numpy's data buffer comes from C malloc: routed into the heap too.
+                    "array_data_in_my_slot": _faastlane.slot_of(
+                        array.__array_interface__["data"][0]) == my_slot()}
         """,
     "Produce": """
         def handler(event, context):

@@ -51,7 +51,7 @@ def test_warm_state_stays_in_each_functions_heap(tmp_path: Path) -> None:
     assert libraries == {"words": ["ab", "cd", "ef"], "match": True, "day": 22,
                          "packed": [1, 2, 3], "total": "3.30", "array_sum": 66.0,
                          "pixels": 7 * 64, "json": {"a": [1]},
-                         "counter_in_my_slot": True}
+                         "counter_in_my_slot": True, "array_data_in_my_slot": True}
     # A result is promoted by value: the next function sees it, as its own private copy.
     assert out["consumed"] == {"text": "made by Produce " * 3, "items": [0, 1, 2, 3, 4],
                                "input_copy_in_my_slot": True}
@@ -69,6 +69,21 @@ def test_trace_and_plan_show_the_mode(tmp_path: Path) -> None:
     assert code == 0, err
     header = json.loads(next(line for line in err.splitlines() if '"workflow"' in line))
     assert header["isolation"] == "mpk" and header["mpk"] == "no-keys"
+    assert header["mpk_malloc"] == "routed"
+
+
+def test_c_malloc_stays_shared_when_the_user_turns_routing_off(tmp_path: Path) -> None:
+    done = faastlane("run", str(write_mpk_app(tmp_path / "app", WARM)), "--input",
+                     json.dumps({"text": "ab ab cd ef"}), *MPK, "--trace",
+                     env={**os.environ, "FAASTLANE_MPK_MALLOC": "off"})
+    assert done.code == 0, done.stderr
+    assert "FAASTLANE_MPK_MALLOC=off: C malloc stays shared" in done.stderr
+    libraries = json.loads(done.stdout)["libraries"]
+    # Python objects stay private; the array's C buffer does not.
+    assert libraries["counter_in_my_slot"] and not libraries["array_data_in_my_slot"]
+    header = json.loads(next(line for line in done.stderr.splitlines()
+                             if '"workflow"' in line))
+    assert header["mpk_malloc"] == "shared"
 
 
 def test_an_escape_fails_the_function_and_names_it(tmp_path: Path) -> None:

@@ -112,6 +112,9 @@ def _run(load: Callable[[], Orchestrator], args: argparse.Namespace, execution_i
                   "end_to_end_ms": round((end - start) * 1000, 3)}
         if options.isolation == MPK:
             header["mpk"] = domains.status().implementation  # "keys" or "no-keys"
+            from .private_heaps import malloc_routed  # loaded only in mpk mode
+
+            header["mpk_malloc"] = "routed" if malloc_routed() else "shared"
         trace.write(sys.stderr, header, trace.take())
     _write_result(result_fd, result.to_json())
     return 0 if result.status == SUCCEEDED else 1

@@ -403,6 +403,7 @@ def _warm_shared_state() -> None:
     if _warmed:
         return
     _warmed = True
+    _route_c_malloc()
     for name in _WARM_CODECS:
         codecs.lookup(name)
     for module in ("_strptime", "linecache", "traceback", "decimal", "encodings.idna"):
@@ -411,6 +412,30 @@ def _warm_shared_state() -> None:
         except ImportError:
             pass
     _share_registries()
+
+
+MALLOC_VARIABLE = "FAASTLANE_MPK_MALLOC"
+# OpenBLAS/OpenMP start their worker threads when numpy loads, outside every domain:
+# with keys they could not read a function's private arrays (PRIVATE_HEAPS.md section 7).
+_SINGLE_THREADED_LIBRARIES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _route_c_malloc() -> None:
+    """Before the first private heap: C ``malloc`` (numpy arrays, Pillow images) goes to
+    the calling function's heap unless the user chose ``FAASTLANE_MPK_MALLOC=off``; the
+    runtime reads the variable once, when that heap is made."""
+    if os.environ.setdefault(MALLOC_VARIABLE, "on") != "on":
+        sys.stderr.write(f"[faastlane] {MALLOC_VARIABLE}={os.environ[MALLOC_VARIABLE]}: "
+                         "C malloc stays shared (numpy and Pillow buffers are not "
+                         "private)\n")
+        return
+    for variable in _SINGLE_THREADED_LIBRARIES:
+        os.environ.setdefault(variable, "1")
+
+
+def malloc_routed() -> bool:
+    """True when C allocations are routed into private heaps in this process."""
+    return bool(domains.native_module().malloc_routed())
 
 
 # id(cache dict) -> its functools.lru_cache wrapper. Found outside every domain when a

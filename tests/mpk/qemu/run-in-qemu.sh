@@ -146,6 +146,8 @@ job=$(mktemp -d "$cache/jobs/run.XXXXXX")
 {
   printf 'cd %q || { echo "QEMU-HARNESS-ERROR: no directory %q in the guest"; exit 97; }\n' "$dir" "$dir"
   printf 'export PATH=%q HOME=%q LANG=C.UTF-8\n' "$PATH" "${HOME:-/root}"
+  # Loopback up: jobs may serve on 127.0.0.1 inside the guest (the examples' local AWS).
+  echo 'busybox ip link set lo up 2>/dev/null || busybox ifconfig lo 127.0.0.1 up 2>/dev/null || true'
   for v in PYTHONPATH PYTHONDONTWRITEBYTECODE ${QEMU_PASS_ENV:-} $(compgen -e | grep '^FAASTLANE_' || true); do
     [ -n "${!v+x}" ] && printf 'export %s=%q\n' "$v" "${!v}"
   done
