@@ -431,7 +431,7 @@ static PyGetSetDef Domain_getset[] = {
     {"alive", (getter)Domain_get_alive, NULL,
      "False once destroyed", NULL},
     {"key", (getter)Domain_get_key, NULL,
-     "protection key, or None without keys or once destroyed", NULL},
+     "protection key, or None without keys, while parked or once destroyed", NULL},
     {"pkru", (getter)Domain_get_pkru, NULL,
      "PKRU value the entry gate writes, or None without keys", NULL},
     {"base", (getter)Domain_get_base, NULL,
@@ -454,7 +454,8 @@ static PyGetSetDef Domain_getset[] = {
 PyDoc_STRVAR(Domain_doc,
 "Domain(*, private_heap=False)\n--\n\n"
 "A protection domain: a protection key and a slot of address space tagged\n"
-"with it.  Creating one may raise DomainLimitError (15 live at most).\n"
+"with it.  Up to 64 may live (DomainLimitError past that); past 15 the idle\n"
+"ones park: their key goes to the domain being entered (mpk_domain.c).\n"
 "With private_heap=True every Python allocation of a thread inside the\n"
 "domain lands in its slot (PRIVATE_HEAPS.md).\n"
 "Use enter()/exit() (or `with domain:`) around code that may touch its\n"
@@ -612,7 +613,9 @@ faastlane_counters(PyObject *module, PyObject *Py_UNUSED(ignored))
         || set_counter(d, "keys_allocated", c.keys_allocated) < 0
         || set_counter(d, "keys_freed", c.keys_freed) < 0
         || set_counter(d, "live", c.live) < 0
-        || set_counter(d, "peak_live", c.peak_live) < 0)
+        || set_counter(d, "peak_live", c.peak_live) < 0
+        || set_counter(d, "parked", c.parked) < 0
+        || set_counter(d, "parkings", c.parkings) < 0)
     {
         Py_DECREF(d);
         return NULL;
@@ -697,7 +700,7 @@ static PyMethodDef faastlane_methods[] = {
      "or None."},
     {"counters", faastlane_counters, METH_NOARGS,
      "counters()\n--\n\nProcess-wide counts: created, destroyed, enters, "
-     "exits, misuse, keys_allocated, keys_freed, live, peak_live."},
+     "exits, misuse, keys_allocated, keys_freed, live, peak_live, parked, parkings."},
     {"install_fault_reporter", faastlane_install_fault_reporter, METH_O,
      "install_fault_reporter(fd)\n--\n\nOn SIGSEGV/SIGBUS write one "
      "'faastlane-fault:' line (signo, code, addr, pkey, owner and thread "

@@ -39,8 +39,10 @@ extern "C" {
 /* Slots outnumber keys so that destroyed slots rest (PROT_NONE) before
  * reuse and so that a later design can keep more domains than keys. */
 #define _PyMPK_SLOT_COUNT 64
-/* x86 has 16 keys and key 0 is everybody's: at most 15 private domains. */
+/* x86 has 16 keys and key 0 is everybody's: at most 15 domains hold keys
+ * at once.  More may live: idle ones park (mpk_domain.c), one per slot. */
 #define _PyMPK_MAX_LIVE 15
+#define _PyMPK_MAX_DOMAINS _PyMPK_SLOT_COUNT
 /* Memory inside a slot becomes usable (read/write + tagged) in steps of
  * this many bytes, so untouched address space never costs commit charge. */
 #define _PyMPK_COMMIT_STEP ((size_t)64 << 10)
@@ -86,6 +88,8 @@ typedef struct {
     uint64_t keys_freed;
     uint64_t live;
     uint64_t peak_live;
+    uint64_t parked;         /* live domains holding no key right now */
+    uint64_t parkings;       /* keys given up by idle domains, in all */
 } _PyMPK_Counters;
 
 typedef struct {

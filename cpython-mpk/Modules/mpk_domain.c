@@ -9,6 +9,16 @@
  * Both implementations live here: with keys (keys_enabled) every gate also
  * writes PKRU and slots are tagged with pkey_mprotect; without keys the same
  * bookkeeping runs and no PKRU instruction is ever reached.
+ *
+ * Key parking (MPK.md, "Domain lifetime"): x86 has 15 keys but a container
+ * may hold more functions, each with a domain for its whole life.  A domain
+ * nobody is inside may give its key up: its pages are retagged with the
+ * "parking" key, which no PKRU value ever grants, and the key goes to the
+ * domain being entered (its pages retagged with it).  A parked domain's
+ * memory is therefore readable by no thread at all until its entry gate
+ * takes a key again (two pkey_mprotect calls, on the slow path only: with 15
+ * or fewer domains nothing is ever parked).  The parking key is the first
+ * key given up; from then on 14 keys serve the entered domains.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -39,7 +49,10 @@
 #define STATE_DYING 2u
 /* Destroy failed half way: the slot (and perhaps its key) is never reused. */
 #define STATE_QUARANTINED 3u
-#define ENTERED_MASK ((1u << 30) - 1)
+/* A LIVE domain that gave its key up: the entry gate's fast path refuses it
+ * (the compare-and-swap expects the bit clear) and takes the table lock. */
+#define PARKED_BIT (1u << 29)
+#define ENTERED_MASK (PARKED_BIT - 1)
 
 static inline uint64_t
 word_pack(uint32_t generation, unsigned int state, uint32_t entered)
@@ -75,6 +88,7 @@ typedef struct {
     size_t used;
     _Atomic uint64_t enters;
     _Atomic uint64_t exits;
+    _Atomic uint64_t last_exit;  /* the exit clock's value: parking is LRU */
 } slot_t;
 
 /* ====================================================================== */
@@ -91,6 +105,12 @@ static _Atomic uintptr_t slots_base;
 static int next_slot;       /* round robin: a freed slot rests before reuse */
 static uint64_t live;
 static uint64_t peak_live;
+/* Never granted by any PKRU value: tags the pages of parked domains.  -1
+ * until the first domain gives its key up. */
+static int parking_key = -1;
+static uint64_t parked_now;
+static uint64_t parkings;
+static _Atomic uint64_t exit_clock;
 static uint64_t created;
 static uint64_t destroyed;
 static uint64_t keys_allocated;
@@ -171,7 +191,7 @@ atfork_child(void)
         uint32_t entered = (i == tls_slot) ? 1 : 0;
         atomic_store_explicit(&slots[i].word,
                               word_pack(word_generation(w), word_state(w),
-                                        entered),
+                                        entered) | (w & PARKED_BIT),
                               memory_order_relaxed);
     }
     pthread_mutex_init(&table_lock, NULL);
@@ -322,6 +342,13 @@ protect_range(uintptr_t addr, size_t len, int prot, int key)
     return 0;
 }
 
+/* The key a slot's pages carry: its own, the parking key while parked. */
+static int
+tag_of(const slot_t *s)
+{
+    return s->key >= 0 ? s->key : parking_key;
+}
+
 static int
 valid_slot(int slot)
 {
@@ -353,9 +380,9 @@ _PyMPK_Create(_PyMPK_Handle *out)
 
     _PyMPK_Init();
     pthread_mutex_lock(&table_lock);
-    if (live >= _PyMPK_MAX_LIVE) {
-        set_error(0, "%d protection domains are live, the most x86 keys "
-                  "allow: destroy one first", _PyMPK_MAX_LIVE);
+    if (live >= _PyMPK_MAX_DOMAINS) {
+        set_error(0, "%d protection domains are live, one per address slot: "
+                  "destroy one first", _PyMPK_MAX_DOMAINS);
         status = refuse(_PyMPK_ERR_LIMIT);
         goto done;
     }
@@ -384,16 +411,22 @@ _PyMPK_Create(_PyMPK_Handle *out)
          * entry gate. */
         key = _PyMPK_SysPkeyAlloc(0, _PyMPK_PKEY_DISABLE_ACCESS
                                          | _PyMPK_PKEY_DISABLE_WRITE);
-        if (key < 0) {
+        if (key < 0 && errno != ENOSPC) {
             int err = errno;
             set_error(err, "pkey_alloc(0, PKEY_DISABLE_ACCESS|"
                       "PKEY_DISABLE_WRITE) failed with %llu domains live",
                       (unsigned long long)live);
-            status = err == ENOSPC ? refuse(_PyMPK_ERR_LIMIT)
-                                   : _PyMPK_ERR_SYSTEM;
+            status = _PyMPK_ERR_SYSTEM;
             goto done;
         }
-        keys_allocated++;
+        /* Every key is taken: the domain starts parked (it has no pages
+         * yet) and its first entry takes a key from a domain nobody is in. */
+        if (key >= 0) {
+            keys_allocated++;
+        }
+        else {
+            parked_now++;
+        }
     }
     s = &slots[index];
     s->key = key;
@@ -407,7 +440,8 @@ _PyMPK_Create(_PyMPK_Handle *out)
         out->slot = index;
         out->generation = word_generation(w);
         atomic_store_explicit(&s->word,
-                              word_pack(out->generation, STATE_LIVE, 0),
+                              word_pack(out->generation, STATE_LIVE, 0)
+                              | (keys_enabled && key < 0 ? PARKED_BIT : 0),
                               memory_order_release);
     }
     next_slot = (index + 1) % _PyMPK_SLOT_COUNT;
@@ -483,6 +517,9 @@ _PyMPK_Destroy(_PyMPK_Handle h)
                  &s->word, &w, word_pack(h.generation, STATE_DYING, 0),
                  memory_order_acq_rel, memory_order_acquire));
 
+    if (w & PARKED_BIT) {
+        parked_now--;
+    }
     /* The heap's bookkeeping lies outside the slot; its memory inside goes
      * with the scrub. */
     _PyMPK_HeapForget(h.slot);
@@ -513,6 +550,131 @@ _PyMPK_Destroy(_PyMPK_Handle h)
 }
 
 /* ====================================================================== */
+/* Key parking (the table lock is held)                                   */
+
+/* Take the key of the least recently exited domain nobody is inside: park
+ * it (retag its pages with the parking key) and return its key, or -1.  The
+ * compare-and-swap that sets its PARKED_BIT races only with entry gates'
+ * fast paths: a gate that won keeps the domain, and the next one is tried. */
+static int
+park_one(int except)
+{
+    for (;;) {
+        int victim = -1;
+        uint64_t oldest = UINT64_MAX, w;
+        int key;
+        for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
+            uint64_t wi = atomic_load_explicit(&slots[i].word,
+                                               memory_order_acquire);
+            uint64_t t = atomic_load_explicit(&slots[i].last_exit,
+                                              memory_order_relaxed);
+            if (i != except && word_state(wi) == STATE_LIVE
+                && !(wi & PARKED_BIT) && word_entered(wi) == 0
+                && slots[i].key > 0 && t < oldest)
+            {
+                victim = i;
+                oldest = t;
+            }
+        }
+        if (victim < 0) {
+            return -1;
+        }
+        w = atomic_load_explicit(&slots[victim].word, memory_order_acquire);
+        if (word_state(w) != STATE_LIVE || (w & PARKED_BIT)
+            || word_entered(w) != 0
+            || !atomic_compare_exchange_strong_explicit(
+                   &slots[victim].word, &w, w | PARKED_BIT,
+                   memory_order_acq_rel, memory_order_acquire))
+        {
+            continue;  /* entered meanwhile: look again */
+        }
+        key = slots[victim].key;
+        if (parking_key < 0) {
+            /* The first key given up becomes the parking key: the victim's
+             * pages already carry it, and no PKRU value will grant it. */
+            parking_key = key;
+            slots[victim].key = -1;
+            parked_now++;
+            parkings++;
+            continue;
+        }
+        if (slots[victim].committed != 0
+            && protect_range(_PyMPK_SlotBase(victim), slots[victim].committed,
+                             PROT_READ | PROT_WRITE, parking_key) != 0)
+        {
+            /* Still tagged with its key: give the domain its key back. */
+            atomic_fetch_and_explicit(&slots[victim].word, ~(uint64_t)PARKED_BIT,
+                                      memory_order_release);
+            return -2;
+        }
+        slots[victim].key = -1;
+        slots[victim].pkru = 0;
+        parked_now++;
+        parkings++;
+        return key;
+    }
+}
+
+/* The slow entry gate of a parked domain: give it a key (a free one, or one
+ * taken from a domain nobody is inside), retag its pages, then count this
+ * thread in -- all under the table lock, so no other gate or park runs. */
+static _PyMPK_Status
+unpark_and_enter(_PyMPK_Handle h)
+{
+    slot_t *s = &slots[h.slot];
+    uint64_t w;
+    int key;
+
+    pthread_mutex_lock(&table_lock);
+    w = atomic_load_explicit(&s->word, memory_order_acquire);
+    if (word_generation(w) != h.generation || word_state(w) != STATE_LIVE) {
+        pthread_mutex_unlock(&table_lock);
+        return refuse(_PyMPK_ERR_STALE);
+    }
+    if (!(w & PARKED_BIT)) {
+        /* Another thread unparked it first: count this one in. */
+        atomic_fetch_add_explicit(&s->word, 1, memory_order_acq_rel);
+        pthread_mutex_unlock(&table_lock);
+        return _PyMPK_OK;
+    }
+    key = _PyMPK_SysPkeyAlloc(0, _PyMPK_PKEY_DISABLE_ACCESS
+                                     | _PyMPK_PKEY_DISABLE_WRITE);
+    if (key >= 0) {
+        keys_allocated++;
+    }
+    else {
+        key = park_one(h.slot);
+    }
+    if (key == -1) {
+        pthread_mutex_unlock(&table_lock);
+        set_error(0, "every protection key is held by a domain with a thread "
+                  "inside (%d at most at once): no key for this domain now",
+                  _PyMPK_MAX_LIVE - 1);
+        return refuse(_PyMPK_ERR_LIMIT);
+    }
+    if (key < 0
+        || (s->committed != 0
+            && protect_range(_PyMPK_SlotBase(h.slot), s->committed,
+                             PROT_READ | PROT_WRITE, key) != 0))
+    {
+        /* The key (if any) goes back unused; the domain stays parked. */
+        if (key >= 0 && _PyMPK_SysPkeyFree(key) == 0) {
+            keys_freed++;
+        }
+        pthread_mutex_unlock(&table_lock);
+        return _PyMPK_ERR_SYSTEM;
+    }
+    s->key = key;
+    s->pkru = _PyMPK_PKRU_FOR_KEY(key);
+    parked_now--;
+    /* Release: a fast-path gate that sees the bit clear reads the new pkru. */
+    atomic_store_explicit(&s->word, (w & ~(uint64_t)PARKED_BIT) + 1,
+                          memory_order_release);
+    pthread_mutex_unlock(&table_lock);
+    return _PyMPK_OK;
+}
+
+/* ====================================================================== */
 /* Gates                                                                  */
 
 _PyMPK_Status
@@ -537,6 +699,13 @@ _PyMPK_Enter(_PyMPK_Handle h)
         }
         if (word_entered(w) == ENTERED_MASK) {
             return refuse(_PyMPK_ERR_LIMIT);
+        }
+        if (w & PARKED_BIT) {
+            _PyMPK_Status status = unpark_and_enter(h);
+            if (status != _PyMPK_OK) {
+                return status;
+            }
+            break;
         }
     } while (!atomic_compare_exchange_weak_explicit(
                  &s->word, &w, w + 1,
@@ -577,6 +746,10 @@ _PyMPK_Exit(_PyMPK_Handle h)
     }
     tls_slot = -1;
     atomic_fetch_add_explicit(&s->exits, 1, memory_order_relaxed);
+    atomic_store_explicit(&s->last_exit,
+                          atomic_fetch_add_explicit(&exit_clock, 1,
+                                                    memory_order_relaxed),
+                          memory_order_relaxed);
     /* Last: once the count drops, destroy may run and recycle the key. */
     atomic_fetch_sub_explicit(&s->word, 1, memory_order_release);
     return _PyMPK_OK;
@@ -633,6 +806,13 @@ _PyMPK_Alloc(_PyMPK_Handle h, size_t size, size_t align, void **out)
         goto done;
     }
     s = &slots[h.slot];
+    if (keys_enabled && tag_of(s) < 0) {
+        /* Parked before any key was given up: pages committed now would
+         * carry key 0.  Only a thread inside (which unparks) may grow it. */
+        set_error(0, "the domain is parked: enter it before allocating");
+        status = refuse(_PyMPK_ERR_INVALID);
+        goto done;
+    }
     start = (s->used + align - 1) & ~(align - 1);
     if (start > _PyMPK_SLOT_SIZE || size > _PyMPK_SLOT_SIZE - start) {
         set_error(0, "a domain slot holds %zu bytes: %zu are used, %zu more "
@@ -645,7 +825,7 @@ _PyMPK_Alloc(_PyMPK_Handle h, size_t size, size_t align, void **out)
                      & ~(_PyMPK_COMMIT_STEP - 1);
         uintptr_t base = _PyMPK_SlotBase(h.slot);
         if (protect_range(base + s->committed, end - s->committed,
-                          PROT_READ | PROT_WRITE, s->key) != 0)
+                          PROT_READ | PROT_WRITE, tag_of(s)) != 0)
         {
             status = _PyMPK_ERR_SYSTEM;
             goto done;
@@ -705,6 +885,8 @@ _PyMPK_GetCounters(_PyMPK_Counters *out)
     out->keys_freed = keys_freed;
     out->live = live;
     out->peak_live = peak_live;
+    out->parked = parked_now;
+    out->parkings = parkings;
     pthread_mutex_unlock(&table_lock);
 }
 

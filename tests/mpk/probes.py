@@ -259,15 +259,30 @@ def destroy_refused_while_another_thread_is_inside(note: Note) -> None:
     note("alive", domain.alive)
 
 
-def more_than_fifteen_live_domains_raise_domain_limit_error(note: Note) -> None:
-    domains = [_faastlane.Domain() for _ in range(15)]
-    note("keys", [d.key for d in domains])
-    note("slots", [d.slot for d in domains])
-    note("sixteenth", error_name(_faastlane.Domain))
-    domains.pop().destroy()
-    again = _faastlane.Domain()
-    note("after_destroy", again.alive)
+def more_than_fifteen_live_domains_park_idle_ones(note: Note) -> None:
+    """Twenty domains, each keeping a marker in its own memory across two rounds of
+    entries: past fifteen, an entry takes the key of the domain idle longest."""
+    domains = [_faastlane.Domain() for _ in range(20)]
+    note("keys_at_creation", [d.key for d in domains])
+    note("slots", len({d.slot for d in domains}))
+    addresses = []
+    for i, domain in enumerate(domains):
+        with domain:  # allocated inside: a parked domain has no key to tag pages with
+            addresses.append(domain.alloc(PAGE))
+            poke(addresses[-1], b"domain-%02d" % i)
+    readback = 0
+    held_keys = []
+    for i, domain in enumerate(domains):
+        with domain:
+            readback += peek(addresses[i], 9) == b"domain-%02d" % i
+            held_keys.append(domain.key)
+    note("readback_ok", readback)
+    note("keys_while_inside", held_keys)
     note("counters", _faastlane.counters())
+    more = [_faastlane.Domain() for _ in range(_faastlane.SLOT_COUNT - len(domains))]
+    note("past_every_slot", error_name(_faastlane.Domain))
+    more.pop().destroy()
+    note("after_destroy", _faastlane.Domain().alive)
 
 
 def two_hundred_domains_created_and_destroyed_in_sequence_recycle_keys(note: Note) -> None:
@@ -394,6 +409,28 @@ def write_by_thread_in_other_domain_faults_with_owner_pkey(note: Note) -> None:
     in_thread(body)
 
 
+def parked_domain_memory_faults_for_every_thread(note: Note) -> None:
+    """Sixteen domains entered in turn: the first one's key went to the sixteenth, so
+    its pages carry the parking key, which no thread holds -- not even one inside the
+    domain that took its old key."""
+    first, address = domain_with_secret(note, "a")
+    others = [_faastlane.Domain() for _ in range(15)]
+    for other in others:
+        with other:
+            other.alloc(PAGE)
+    note("a_key_now", first.key)
+    note("counters", _faastlane.counters())
+    holder = others[-1]
+
+    def body() -> None:
+        with holder:
+            note("holder_key", holder.key)
+            note("about_to_read", True)
+            note("read", peek(address, len(SECRET)).decode())
+
+    in_thread(body)
+
+
 def read_from_outside_every_domain_faults_with_owner_pkey(note: Note) -> None:
     _, address = domain_with_secret(note, "a")
     note("about_to_read", True)
@@ -485,7 +522,7 @@ COMMON: list[Probe] = [
     gate_misuse_raises_and_leaves_domain_usable,
     exit_from_a_thread_that_did_not_enter_raises,
     destroy_refused_while_another_thread_is_inside,
-    more_than_fifteen_live_domains_raise_domain_limit_error,
+    more_than_fifteen_live_domains_park_idle_ones,
     two_hundred_domains_created_and_destroyed_in_sequence_recycle_keys,
     destroyed_domain_slot_faults_on_access,
     recycled_slot_and_key_read_zero_not_previous_secret,
@@ -499,6 +536,7 @@ WITH_KEYS: list[Probe] = [
     read_by_thread_in_other_domain_faults_with_owner_pkey,
     write_by_thread_in_other_domain_faults_with_owner_pkey,
     read_from_outside_every_domain_faults_with_owner_pkey,
+    parked_domain_memory_faults_for_every_thread,
     thread_started_outside_domains_cannot_read_domain_memory,
     pkru_inside_domain_grants_key_zero_and_own_key_only,
     exited_thread_keeps_no_access_to_recycled_key,

@@ -134,12 +134,33 @@ def test_two_hundred_domains_created_and_destroyed_recycle_keys(qemu_probes: Pro
     assert (c["keys_allocated"], c["keys_freed"], c["live"]) == (200, 200, 0)
 
 
-def test_fifteen_live_domains_hold_fifteen_distinct_keys(qemu_probes: ProbeRun) -> None:
-    r = qemu_probes["more_than_fifteen_live_domains_raise_domain_limit_error"]
+def test_more_than_fifteen_live_domains_park_idle_keys(qemu_probes: ProbeRun) -> None:
+    r = qemu_probes["more_than_fifteen_live_domains_park_idle_ones"]
     assert r.exit_code == 0, r.describe()
-    assert sorted(r.notes["keys"]) == list(range(1, 16))
-    assert r.notes["sixteenth"] == "DomainLimitError"
+    created = r.notes["keys_at_creation"]
+    # Fifteen keys, one each; the other five start parked (no key, no pages yet).
+    assert sorted(created[:15]) == list(range(1, 16)) and created[15:] == [None] * 5
+    # Each of the twenty, entered twice, found its own marker: a parked domain's pages
+    # were retagged with a key again on entry, its contents intact.
+    assert r.notes["readback_ok"] == 20
+    assert all(1 <= key <= 15 for key in r.notes["keys_while_inside"])
+    counters = r.notes["counters"]
+    assert counters["live"] == 20 and counters["parkings"] >= 20 and counters["parked"] >= 6
+    assert r.notes["past_every_slot"] == "DomainLimitError"
     assert r.notes["after_destroy"] is True
+
+
+def test_a_parked_domains_memory_faults_for_the_thread_holding_its_old_key(
+        qemu_probes: ProbeRun) -> None:
+    r = qemu_probes["parked_domain_memory_faults_for_every_thread"]
+    # The sixteenth domain's entry parked A (idle longest): A's key became the parking
+    # key, which no PKRU value grants, so A's pages fault even for the thread inside
+    # the sixteenth domain.
+    assert r.notes["a_key_now"] is None
+    fault = assert_key_fault(r, r.notes["a_key"], "about_to_read")
+    assert "read" not in r.notes
+    assert fault["thread_key"] == r.notes["holder_key"] != r.notes["a_key"]
+    assert r.notes["counters"]["parkings"] >= 2
 
 
 def test_fault_reporter_restores_thread_pkru_on_signal_path(qemu_probes: ProbeRun) -> None:
