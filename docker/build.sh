@@ -81,7 +81,7 @@ build_base() {
         command -v debootstrap >/dev/null || {
             [[ $(id -u) == 0 ]] || die "debootstrap is not installed" "sudo apt-get install debootstrap"
             note "installing debootstrap"
-            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null \
+            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq debootstrap >/dev/null \
                 || die "apt-get install debootstrap failed"
         }
         [[ $(id -u) == 0 ]] || die "debootstrap needs root (it creates device nodes and chroots)"

@@ -14,7 +14,7 @@ if command -v docker >/dev/null && docker info >/dev/null 2>&1; then exit 0; fi
 if ! command -v dockerd >/dev/null || ! command -v docker >/dev/null; then
     [[ $(id -u) == 0 ]] || die "Docker is not installed and this is not root: sudo apt-get install docker.io"
     echo "ensure-dockerd: installing docker.io" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null \
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq docker.io >/dev/null \
         || die "apt-get install docker.io failed"
 fi
 

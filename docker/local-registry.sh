@@ -22,7 +22,7 @@ die() { printf 'local-registry: error: %s\n' "$*" >&2; exit 1; }
 if ! command -v docker-registry >/dev/null; then
     [[ $(id -u) == 0 ]] || die "docker-registry is not installed: sudo apt-get install docker-registry"
     echo "local-registry: installing docker-registry" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry >/dev/null \
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq docker-registry >/dev/null \
         || die "apt-get install docker-registry failed"
 fi
 mkdir -p "$DIR"

@@ -39,9 +39,9 @@ static_busybox() {
 
 apt_install() {
   local opts=(-y -qq --no-install-recommends -o Dpkg::Use-Pty=0)
-  DEBIAN_FRONTEND=noninteractive apt-get install "${opts[@]}" "$@" >"$cache/apt.log" 2>&1 && return 0
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install "${opts[@]}" "$@" >"$cache/apt.log" 2>&1 && return 0
   DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$cache/apt.log" 2>&1 || true
-  DEBIAN_FRONTEND=noninteractive apt-get install "${opts[@]}" "$@" >>"$cache/apt.log" 2>&1
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install "${opts[@]}" "$@" >>"$cache/apt.log" 2>&1
 }
 
 setup_tools() {
