@@ -672,6 +672,32 @@ faastlane_call_shared(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return _PyMPK_CallShared(args[0], args + 1, nargs - 1);
 }
 
+static PyObject *
+faastlane_share_allocations_of(PyObject *module, PyObject *args)
+{
+    unsigned long long start, end;
+    const char *why = NULL;
+    if (!PyArg_ParseTuple(args, "KK:share_allocations_of", &start, &end)) {
+        return NULL;
+    }
+    if (_PyMPK_CurrentSlot() >= 0) {
+        PyErr_SetString(GateError, "share_allocations_of() is refused inside a "
+                        "domain: only the Orchestrator, outside, registers code");
+        return NULL;
+    }
+    if (_PyMPK_ShareCallerRange((uintptr_t)start, (uintptr_t)end, &why) != 0) {
+        PyErr_SetString(DomainError, why);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+faastlane_copy_json(PyObject *module, PyObject *value)
+{
+    return _PyMPK_CopyContainers(value);
+}
+
 static PyMethodDef read_pkru_def = {
     "read_pkru", faastlane_read_pkru, METH_NOARGS,
     "read_pkru()\n--\n\nThe calling thread's PKRU register (RDPKRU).  "
@@ -711,6 +737,14 @@ static PyMethodDef faastlane_methods[] = {
      "state (the shared value outside domains) through the checked gate; "
      "returns the value, or None without keys.  A thread started inside a "
      "domain inherits its creator's PKRU: calling this first drops it."},
+    {"share_allocations_of", faastlane_share_allocations_of, METH_VARARGS,
+     "share_allocations_of(start, end)\n--\n\nCode at addresses [start, end) "
+     "allocates in the shared heap (C malloc and PyMem_*),\neven on a thread inside "
+     "a domain: for extensions' process-wide caches.\nRefused inside a domain."},
+    {"copy_json", faastlane_copy_json, METH_O,
+     "copy_json(value)\n--\n\nA copy of a JSON value's dicts and lists, made by this "
+     "thread's allocator (inside a domain: its private heap), sharing the\nimmutable "
+     "str/int/float/bool/None leaves.  TypeError for anything else."},
     {"call_shared", (PyCFunction)(void (*)(void))faastlane_call_shared,
      METH_FASTCALL,
      "call_shared(callable, *args)\n--\n\nCall callable(*args) with this "

@@ -13,6 +13,11 @@
  * compares addresses; it never dereferences a pointer into the slot, so it is
  * safe on any thread, inside the domain or not.
  *
+ * Input copies: a function gets its own copy of its (shared) input, made in
+ * its heap, so that what it puts into its event stays private and nothing
+ * shared changes.  Only the containers need copying: the leaves are
+ * immutable and may stay shared (_PyMPK_CopyContainers).
+ *
  * Design: PRIVATE_HEAPS.md section 5.
  */
 #ifdef Py_BUILD_CORE_BUILTIN
@@ -38,6 +43,65 @@ _PyMPK_CallShared(PyObject *callable, PyObject *const *args, Py_ssize_t nargs)
     PyObject *result = PyObject_Vectorcall(callable, args, nargs, NULL);
     _PyMPK_ThreadHeap = heap;
     return result;
+}
+
+static int
+shared_leaf(PyObject *v)
+{
+    PyTypeObject *t = Py_TYPE(v);
+    return v == Py_None || t == &PyUnicode_Type || t == &PyLong_Type
+        || t == &PyFloat_Type || t == &PyBool_Type;
+}
+
+PyObject *
+_PyMPK_CopyContainers(PyObject *value)
+{
+    PyObject *copy = NULL;
+
+    if (shared_leaf(value)) {
+        return Py_NewRef(value);
+    }
+    if (Py_EnterRecursiveCall(" while copying a function's input")) {
+        return NULL;
+    }
+    if (PyDict_CheckExact(value)) {
+        PyObject *key, *item;
+        Py_ssize_t pos = 0;
+        copy = _PyDict_NewPresized(PyDict_GET_SIZE(value));
+        while (copy != NULL && PyDict_Next(value, &pos, &key, &item)) {
+            PyObject *c;
+            if (!shared_leaf(key)) {
+                PyErr_Format(PyExc_TypeError, "not a JSON key: %T", key);
+                Py_CLEAR(copy);
+                break;
+            }
+            c = _PyMPK_CopyContainers(item);
+            if (c == NULL || PyDict_SetItem(copy, key, c) < 0) {
+                Py_XDECREF(c);
+                Py_CLEAR(copy);
+                break;
+            }
+            Py_DECREF(c);
+        }
+    }
+    else if (PyList_CheckExact(value)) {
+        Py_ssize_t n = PyList_GET_SIZE(value);
+        copy = PyList_New(n);
+        for (Py_ssize_t i = 0; copy != NULL && i < n; i++) {
+            /* A list cannot change size here: nothing below runs Python code. */
+            PyObject *c = _PyMPK_CopyContainers(PyList_GET_ITEM(value, i));
+            if (c == NULL) {
+                Py_CLEAR(copy);
+                break;
+            }
+            PyList_SET_ITEM(copy, i, c);
+        }
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "not a JSON value: %T", value);
+    }
+    Py_LeaveRecursiveCall();
+    return copy;
 }
 
 typedef struct {

@@ -21,4 +21,10 @@ PyObject *_PyMPK_SharedReferrers(uintptr_t base, size_t size);
  * pairs.  Other domains' objects are skipped by address, never read. */
 PyObject *_PyMPK_VisibleItems(PyObject *container, uintptr_t base, size_t size);
 
+/* A new copy of a JSON value's containers (exact dicts and lists, made by the
+ * calling thread's allocator: inside a domain, its private heap) sharing its
+ * immutable leaves (exact str, int, float, bool, None).  NULL with TypeError
+ * for anything else: the caller falls back to a slower copy. */
+PyObject *_PyMPK_CopyContainers(PyObject *value);
+
 #endif /* !FAASTLANE_MPK_EXIT_H */

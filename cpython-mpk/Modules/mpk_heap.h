@@ -56,6 +56,9 @@ struct _PyMPK_Heap;
 int _PyMPK_MallocPrepare(const char **why);
 /* 1 once C malloc is routed by domain (set by the first private heap). */
 int _PyMPK_MallocRouted(void);
+/* Code in [start, end) allocates shared (C malloc and PyMem_*) even on a
+ * thread inside a domain: extensions' process-wide caches.  0, or -1 and why. */
+int _PyMPK_ShareCallerRange(uintptr_t start, uintptr_t end, const char **why);
 /* numpy's default data allocator: from now on through malloc(), without
  * its process-wide cache of small blocks (no-op without numpy). */
 void _PyMPK_NumpyAdopt(void);

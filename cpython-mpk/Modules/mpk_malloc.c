@@ -82,7 +82,8 @@ extern void *__libc_memalign(size_t align, size_t size);
 /* ====================================================================== */
 /* Callers that stay shared                                               */
 
-#define MAX_SHARED_RANGES 8
+/* libc's and the loader's text, then ranges the Orchestrator registers. */
+#define MAX_SHARED_RANGES 32
 
 static struct {
     uintptr_t start, end;
@@ -123,7 +124,8 @@ static inline int
 shared_caller(const void *ret)
 {
     uintptr_t a = (uintptr_t)ret;
-    for (int i = 0; i < nshared_text; i++) {
+    int n = __atomic_load_n(&nshared_text, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
         if (a - shared_text[i].start < shared_text[i].end - shared_text[i].start) {
             return 1;
         }
@@ -234,6 +236,90 @@ install_shared_raw(const char **why)
     return 0;
 }
 
+/* ====================================================================== */
+/* The mem domain (PyMem_Malloc & co.) of registered shared code            */
+
+/* Some extensions grow process-wide caches with PyMem_* on whichever thread
+ * first needs a new entry: numpy's ufunc dispatch cache (an identity hash of
+ * DType tuples) reallocates its bucket table when it fills.  Grown inside a
+ * function's domain, the table would become private and the next function's
+ * ufunc call would fault reading it.  Code ranges registered here (the
+ * Orchestrator finds such functions by symbol) allocate shared even on a
+ * thread inside a domain.  PyMem_Malloc/Calloc/Realloc jump to the domain's
+ * allocator (a tail call: checked by tests/mpk), so the return address seen
+ * here is their caller's. */
+static PyMemAllocatorEx mem_next;   /* the allocator wrapped: obmalloc's */
+static int mem_wrapped;
+
+#define MEM_CALL(call)                                                      \
+    do {                                                                    \
+        const void *caller = __builtin_return_address(0);                   \
+        struct _PyMPK_Heap *heap = _PyMPK_ThreadHeap;                       \
+        if (__builtin_expect(heap != NULL, 0) && shared_caller(caller)) {   \
+            void *p;                                                        \
+            _PyMPK_ThreadHeap = NULL;                                       \
+            p = (call);                                                     \
+            _PyMPK_ThreadHeap = heap;                                       \
+            return p;                                                       \
+        }                                                                   \
+        return (call);                                                      \
+    } while (0)
+
+static void *
+mem_malloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    MEM_CALL(mem_next.malloc(mem_next.ctx, size));
+}
+
+static void *
+mem_calloc(void *ctx, size_t n, size_t size)
+{
+    (void)ctx;
+    MEM_CALL(mem_next.calloc(mem_next.ctx, n, size));
+}
+
+static void *
+mem_realloc(void *ctx, void *p, size_t size)
+{
+    (void)ctx;
+    /* Growth stays in the block's owner's heap anyway (obmalloc's rule). */
+    MEM_CALL(mem_next.realloc(mem_next.ctx, p, size));
+}
+
+static void
+mem_free(void *ctx, void *p)
+{
+    (void)ctx;
+    mem_next.free(mem_next.ctx, p);
+}
+
+int
+_PyMPK_ShareCallerRange(uintptr_t start, uintptr_t end, const char **why)
+{
+    int n = nshared_text;
+    if (end <= start) {
+        *why = "the code range is empty";
+        return -1;
+    }
+    if (n >= MAX_SHARED_RANGES) {
+        *why = "too many shared code ranges";
+        return -1;
+    }
+    if (!mem_wrapped) {
+        /* With the GIL held, as every call of the mem domain is. */
+        PyMemAllocatorEx wrapper = {NULL, mem_malloc, mem_calloc, mem_realloc,
+                                    mem_free};
+        PyMem_GetAllocator(PYMEM_DOMAIN_MEM, &mem_next);
+        PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &wrapper);
+        mem_wrapped = 1;
+    }
+    shared_text[n].start = start;
+    shared_text[n].end = end;
+    __atomic_store_n(&nshared_text, n + 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
 int
 _PyMPK_MallocPrepare(const char **why)
 {
@@ -249,9 +335,9 @@ _PyMPK_MallocPrepare(const char **why)
         return 1;
     }
     /* The loader's base comes from the auxiliary vector; libc by name. */
-    nshared_text = 0;
+    int registered = nshared_text;
     dl_iterate_phdr(collect_text, (void *)getauxval(AT_BASE));
-    if (nshared_text < 2) {
+    if (nshared_text - registered < 2) {
         *why = "could not find the text of libc.so and the dynamic loader";
         return -1;
     }
@@ -511,6 +597,16 @@ malloc_usable_size(void *p)
 #else /* !Py_BUILD_CORE_BUILTIN: an ordinary extension for tests */
 
 /* An extension module must not replace the process's malloc. */
+int
+_PyMPK_ShareCallerRange(uintptr_t start, uintptr_t end, const char **why)
+{
+    (void)start;
+    (void)end;
+    *why = "this _faastlane was built as an extension module: only the "
+           "cpython-mpk runtime routes allocations";
+    return -1;
+}
+
 int
 _PyMPK_MallocRouted(void)
 {

@@ -89,7 +89,9 @@ FUNCTIONS = {
             data = event["produced"]
             return {"text": data["text"], "items": data["items"],
                     "input_copy_in_my_slot": slot_of(data) == my_slot()
-                    and slot_of(data["text"]) == my_slot()}
+                    and slot_of(data["items"]) == my_slot(),
+                    # Immutable leaves are not copied: the promoted, shared string.
+                    "input_text_shared": slot_of(data["text"]) is None}
         """,
     "Escape": """
         import sys

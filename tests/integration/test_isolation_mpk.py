@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .apps import faastlane
+from .apps import chain, faastlane, task, write_app
 from .mpk_apps import ESCAPE, FAIL_THEN_CLEAN, FIFTY, PEEK, WARM, write_mpk_app
 
 pytest.importorskip("_faastlane", reason="needs the cpython-mpk runtime (make test)")
@@ -52,9 +52,10 @@ def test_warm_state_stays_in_each_functions_heap(tmp_path: Path) -> None:
                          "packed": [1, 2, 3], "total": "3.30", "array_sum": 66.0,
                          "pixels": 7 * 64, "json": {"a": [1]},
                          "counter_in_my_slot": True, "array_data_in_my_slot": True}
-    # A result is promoted by value: the next function sees it, as its own private copy.
+    # A result is promoted by value: the next function sees it, its containers copied
+    # into its own heap (it may mutate them), its immutable leaves shared.
     assert out["consumed"] == {"text": "made by Produce " * 3, "items": [0, 1, 2, 3, 4],
-                               "input_copy_in_my_slot": True}
+                               "input_copy_in_my_slot": True, "input_text_shared": True}
 
 
 def test_trace_and_plan_show_the_mode(tmp_path: Path) -> None:
@@ -113,3 +114,28 @@ def test_sequential_invocations_in_one_domain(tmp_path: Path, count: int) -> Non
                      env={**os.environ, "FAASTLANE_ESCAPE_CHECK": "every"})
     assert done.code == 0, done.stderr
     assert json.loads(done.stdout) == list(range(1, count + 1))
+
+
+def test_results_are_checked_and_converted_as_lambda_does(tmp_path: Path) -> None:
+    # The result is promoted by a JSON round trip made in C: Decimal becomes a number
+    # and tuples lists, as awslambdaric's encoder does; anything else is
+    # Runtime.MarshalError saying where, as in the other modes.
+    functions = {"good": """
+        import decimal
+
+        def handler(event, context):
+            return {"price": decimal.Decimal("2.50"), "count": decimal.Decimal(3),
+                    "pair": (1, "a"), 7: None}
+        """, "bad": """
+        def handler(event, context):
+            return {"ok": [1, 2], "when": {object()}}
+        """}
+    write_app(tmp_path / "good", chain(("Good", task("good"))), functions)
+    code, out, err = run(tmp_path / "good")
+    assert code == 0, err
+    assert out == {"price": 2.5, "count": 3, "pair": [1, "a"], "7": None}
+    write_app(tmp_path / "bad", chain(("Bad", task("bad"))), functions)
+    code, out, err = run(tmp_path / "bad")
+    assert code == 1, err
+    assert out["Error"] == "Runtime.MarshalError"
+    assert "set is not JSON serializable" in out["Cause"]

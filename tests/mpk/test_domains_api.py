@@ -179,3 +179,47 @@ def test_keys_on_fails_closed_where_keys_are_missing(runtime: str) -> None:
     else:
         assert "required (FAASTLANE_MPK=on) but unavailable" in str(out["error"])
         assert "pku" in str(out["error"])
+
+
+def test_copy_json_copies_containers_into_the_callers_heap_and_shares_leaves(
+        runtime: str) -> None:
+    """A function's private input copy (``_faastlane.copy_json``)."""
+    got = run_snippet(runtime, """
+        import json, threading, _faastlane
+        text, number = "x" * 50, 10 ** 30
+        value = {"a": [text, number, 1.5, True, None, {"b": []}], "n": 1}
+        copy = _faastlane.copy_json(value)
+        out = {"equal": copy == value,
+               "containers_new": copy is not value and copy["a"] is not value["a"]
+                                 and copy["a"][5]["b"] is not value["a"][5]["b"],
+               "leaves_shared": copy["a"][0] is text and copy["a"][1] is number}
+        for bad in ({"t": (1, 2)}, [set()], {(1,): 2}):
+            try:
+                _faastlane.copy_json(bad)
+                out.setdefault("refused", []).append(None)
+            except TypeError as exc:
+                out.setdefault("refused", []).append(str(exc))
+        deep = []
+        for _ in range(100_000):
+            deep = [deep]
+        try:
+            _faastlane.copy_json(deep)
+        except RecursionError:
+            out["deep"] = "RecursionError"
+        domain = _faastlane.Domain(private_heap=True)
+        def inside():
+            with domain:
+                c = _faastlane.copy_json(value)
+                out["inside"] = [_faastlane.slot_of(id(x)) == domain.slot
+                                 for x in (c, c["a"], c["a"][5])]
+                out["leaf_outside"] = _faastlane.slot_of(id(c["a"][0]))
+        thread = threading.Thread(target=inside)
+        thread.start()
+        thread.join()
+        print(json.dumps(out))
+        """)
+    assert got["equal"] and got["containers_new"] and got["leaves_shared"]
+    assert got["refused"] == ["not a JSON value: tuple", "not a JSON value: set",
+                              "not a JSON key: tuple"]
+    assert got["deep"] == "RecursionError"
+    assert got["inside"] == [True, True, True] and got["leaf_outside"] is None

@@ -33,23 +33,24 @@ from __future__ import annotations
 import abc
 import ast
 import codecs
+import decimal
 import gc
 import importlib
 import json
 import logging
-import marshal
 import os
 import pkgutil
 import re
 import struct
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import domains, fault_reports
+from . import domains, fault_reports, library_caches
 from .errors import StatesError
 from .functions import FunctionSpec, call_entry, failure, load_module, module_name
 from .jsonvalue import detach
@@ -59,6 +60,10 @@ ISOLATION_ERROR = "Faastlane.IsolationError"
 ESCAPE_CHECK_VARIABLE = "FAASTLANE_ESCAPE_CHECK"
 # Read once: the check decides on every invocation, on the hand-off path.
 _CHECK_EVERY = os.environ.get(ESCAPE_CHECK_VARIABLE, "sampled") == "every"
+# Each function's first invocations are checked (caches fill there); after that the
+# scan may cost at most 1/SCAN_BUDGET of the function's invocation time.
+FIRST_CHECKED = 4
+SCAN_BUDGET = 50
 
 
 def _local_dummy_type() -> type:
@@ -102,6 +107,10 @@ class DomainFunction:
     baseline: list[Any] = field(default_factory=list, repr=False)
     invocations: int = 0
     keep_escapes: bool = False  # faastlane.json "kept_escapes": report, do not fail
+    # The escape-scan budget, kept outside the domain (shared floats): seconds spent in
+    # invocations since the last check, and how long the last checked one took.
+    unchecked_seconds: float = 0.0
+    checked_seconds: float = 0.0
 
     def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
         """Run one invocation inside the domain; return its result, promoted."""
@@ -110,9 +119,15 @@ class DomainFunction:
         # Set outside the domain: an int or a thread's dict made inside would be private.
         _running.own = self.own_names
         self.invocations += 1
-        check = _check_due(self.invocations)
+        check = _check_due(self)
+        start = time.perf_counter()
         with self.domain.entered():
             result, error = _run_inside(self, event, timeout_seconds, check)
+        elapsed = time.perf_counter() - start
+        if check:
+            self.checked_seconds, self.unchecked_seconds = elapsed, 0.0
+        else:
+            self.unchecked_seconds += elapsed
         if error is not None:
             raise error
         return result
@@ -125,8 +140,21 @@ def call_shared(function: Callable[..., Any], *args: Any) -> Any:
 
 
 def _promote(value: Any) -> Any:
-    # json.dumps reads the private value; json.loads builds the shared copy.
-    return json.loads(json.dumps(value))
+    """A copy of a JSON value built by the calling thread's allocator (under
+    ``call_shared``: the shared heap), checked as Lambda's encoder checks a result:
+    json.dumps reads the private value, json.loads builds the copy -- both in C."""
+    try:
+        return json.loads(json.dumps(value, default=_lambda_default))
+    except TypeError:
+        detach(value)  # raises NotJSONSerializable saying where in the value
+        raise
+
+
+def _lambda_default(value: Any) -> Any:
+    # awslambdaric serialises Decimal as a number; nothing else outside JSON's types.
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None,
@@ -135,7 +163,7 @@ def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None,
     error: StatesError | None = None
     result: Any = None
     try:
-        result = call_shared(_promote, _invoke_private(fn, event, timeout_seconds))
+        result = _invoke_private(fn, event, timeout_seconds)
     except StatesError as exc:
         error = call_shared(_copy_error, exc)
     _flush_std_streams()
@@ -155,12 +183,13 @@ def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None,
 
 
 def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | None) -> Any:
-    """Call the function on a private copy of its input; return its checked result.
-    Every private object made here is garbage once this frame returns."""
+    """Call the function on a private copy of its input; return its result, checked and
+    promoted. Every private object made here is garbage once this frame returns."""
     context = LambdaContext(fn.spec.name, timeout_seconds)
     entry = getattr(fn.holder[0], fn.spec.entry)
     try:
-        return detach(call_entry(entry, fn.spec.style, _private_copy(event), context))
+        result = call_entry(entry, fn.spec.style, _private_copy(event), context)
+        return call_shared(_promote, result)
     except StatesError:
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code
@@ -169,11 +198,12 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
 
 def _private_copy(event: Any) -> Any:
     """The function's own copy of its input, made in its heap: it may mutate it (Lambda
-    handlers do), and nothing shared may end up holding what it puts there. marshal
-    copies JSON values in C, ~1.8x faster than a Python walk (FINRA: 20 KB per rule)."""
+    handlers do), and nothing shared may end up holding what it puts there. Only the
+    containers are copied, in C; the immutable leaves stay shared (FINRA's 20 KB rule
+    inputs: ~4x cheaper than a marshal round trip, which copies every string too)."""
     try:
-        return marshal.loads(marshal.dumps(event))
-    except ValueError:  # not a plain value (a -Th branch may hand over anything)
+        return domains.native_module().copy_json(event)
+    except TypeError:  # not a plain value (a -Th branch may hand over anything)
         return detach(event)
 
 
@@ -210,13 +240,16 @@ def _flush_std_streams() -> None:
             pass
 
 
-def _check_due(invocation: int) -> bool:
+def _check_due(fn: DomainFunction) -> bool:
     """Whether this invocation's exit checks for escapes: always with
-    FAASTLANE_ESCAPE_CHECK=every; by default the first four of each function (where
-    caches fill), then one in sixteen. The scan walks every shared GC-tracked object
-    (about 20 ms with scikit-learn imported); between checks the hardware still stops
-    every foreign read of an escaped object."""
-    return _CHECK_EVERY or invocation <= 4 or invocation % 16 == 0
+    FAASTLANE_ESCAPE_CHECK=every; by default the function's first four (where caches
+    fill), then whenever the invocations since the last check took SCAN_BUDGET times as
+    long as that checked one -- the scan walks every shared GC-tracked object (8 ms with
+    FINRA's libraries, ~20 ms with scikit-learn's), so it costs at most ~2% of the
+    function's time. Between checks the hardware still stops every foreign read of an
+    escaped object: a later check reports it, a foreign reader faults naming the owner."""
+    return (_CHECK_EVERY or fn.invocations <= FIRST_CHECKED
+            or fn.unchecked_seconds >= SCAN_BUDGET * fn.checked_seconds)
 
 
 def _unexpected(fn: DomainFunction, holders: list[Any]) -> list[Any]:
@@ -321,6 +354,8 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
     the app chose to keep (report) this function's escapes rather than fail on them."""
     _warm_shared_state()
     _import_dependencies(root, spec)
+    for warning in library_caches.share_loaded():
+        sys.stderr.write(f"[faastlane] {warning}\n")
     _check_runtime()
     _find_lru_caches()
     fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True),

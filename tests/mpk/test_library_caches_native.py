@@ -1,0 +1,69 @@
+"""Extensions' process-wide caches stay shared when a function grows them.
+
+No keys here, so the test emulates them: after a thread inside a private heap has used
+numpy, the heap's pages are made inaccessible (``mprotect PROT_NONE``, what the owner's
+protection key does to every other thread) and the same numpy calls run outside. numpy's
+ufunc dispatch cache reallocates its bucket table as it fills; grown inside the domain,
+the table would be private and the outside calls would die of SIGSEGV -- the control
+shows exactly that, with the cache code not registered as shared.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import textwrap
+
+from probe_runs import REPO
+
+SNIPPET = """
+import ctypes, json, sys, threading
+import numpy as np
+import _faastlane
+from faastlane.runtime import library_caches
+
+warnings = library_caches.share_loaded() if sys.argv[1] == "register" else None
+domain = _faastlane.Domain(private_heap=True)
+TYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
+         np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128]
+
+def use_numpy():
+    # Dtype combinations this process has not used: each adds dispatch-cache entries.
+    total = 0.0
+    for a in TYPES:
+        for b in TYPES:
+            total += float(np.add(np.ones(2, a), np.ones(2, b)).real.sum())
+        total += float(np.maximum.reduce(np.arange(3, dtype=a)).real)
+    return total
+
+def inside():
+    with domain:
+        use_numpy()
+
+thread = threading.Thread(target=inside)
+thread.start()
+thread.join()
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+assert libc.mprotect(domain.base, domain.committed, 0) == 0  # the owner's key, emulated
+print(json.dumps({"total": use_numpy(), "warnings": warnings}), flush=True)
+"""
+
+
+def run(runtime: str, mode: str) -> subprocess.CompletedProcess[str]:
+    path = os.pathsep.join(filter(None, [str(REPO / "composer"), os.environ.get("PYTHONPATH")]))
+    return subprocess.run([runtime, "-c", textwrap.dedent(SNIPPET), mode],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=path, FAASTLANE_MPK="off"))
+
+
+def test_numpy_dispatch_cache_grown_inside_a_domain_stays_shared(runtime: str) -> None:
+    done = run(runtime, "register")
+    assert done.returncode == 0, done.stderr
+    assert '"warnings": []' in done.stdout
+
+
+def test_control_unregistered_cache_is_private_and_faults_outside(runtime: str) -> None:
+    done = run(runtime, "control")
+    assert done.returncode == -signal.SIGSEGV, (done.returncode, done.stdout, done.stderr)
