@@ -692,6 +692,13 @@ faastlane_share_allocations_of(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* Size 0: every slot's objects are foreign, so only wholly shared entries. */
+static PyObject *
+faastlane_shared_items(PyObject *module, PyObject *container)
+{
+    return _PyMPK_VisibleItems(container, 0, 0);
+}
+
 static PyObject *
 faastlane_copy_json(PyObject *module, PyObject *value)
 {
@@ -741,6 +748,10 @@ static PyMethodDef faastlane_methods[] = {
      "share_allocations_of(start, end)\n--\n\nCode at addresses [start, end) "
      "allocates in the shared heap (C malloc and PyMem_*),\neven on a thread inside "
      "a domain: for extensions' process-wide caches.\nRefused inside a domain."},
+    {"shared_items", faastlane_shared_items, METH_O,
+     "shared_items(container)\n--\n\nThe entries of a dict (as (key, value) pairs), "
+     "list, tuple or set that hold\nnothing of any domain's slot; the others are "
+     "skipped by address, never read."},
     {"copy_json", faastlane_copy_json, METH_O,
      "copy_json(value)\n--\n\nA copy of a JSON value's dicts and lists, made by this "
      "thread's allocator (inside a domain: its private heap), sharing the\nimmutable "

@@ -79,6 +79,21 @@ FUNCTIONS = {
                     "array_data_in_my_slot": _faastlane.slot_of(
                         array.__array_interface__["data"][0]) == my_slot()}
         """,
+    "Finalize": """
+        import weakref
+
+
+        class Connection:
+            closed = []
+
+        # A finalizer on the function's own object, left for interpreter exit: the
+        # exiting thread (outside every domain) must not read it.
+        CONNECTION = Connection()
+        weakref.finalize(CONNECTION, Connection.closed.append, "at exit")
+
+        def handler(event, context):
+            return {"finalizer_pending": True}
+        """,
     "Produce": """
         def handler(event, context):
             return {"text": "made by Produce " * 3, "items": list(range(5))}
@@ -138,6 +153,7 @@ WARM = chain(
     ("Libraries", task("Libraries", ResultPath="$.libraries")),
     ("Produce", task("Produce", ResultPath="$.produced")),
     ("Consume", task("Consume", ResultPath="$.consumed")),
+    ("Finalize", task("Finalize", ResultPath="$.finalize")),
 )
 
 ESCAPE = chain(("Escape", task("Escape")), ("After", task("Fail")))

@@ -135,6 +135,9 @@ def test_warm_state_promotion_and_libraries_under_keys(
     assert [out[f"lazy{i}"]["loaded_now"] for i in (1, 2, 3)] == [True, False, False]
     assert out["libraries"]["array_sum"] == 66.0 and out["libraries"]["total"] == "3.30"
     assert out["consumed"]["text"] == "made by Produce " * 3
+    # Its finalizer was left for exit, and the action still exited cleanly (code 0
+    # above): the exiting thread never read the function's private finalizer.
+    assert out["finalize"] == {"finalizer_pending": True}
 
 
 def test_escape_and_failure_under_keys(guest: dict[str, dict[str, Any]]) -> None:

@@ -1,14 +1,20 @@
-"""Process-wide caches that C extensions grow on whichever thread needs a new entry.
+"""Process-wide library state that functions would otherwise create inside their domains.
 
-Grown on a function's thread inside its domain, such a cache's storage would be private
-and the next function to use the library would fault reading it: the C twin of the
-standard library caches private_heaps.py purges. They hold type information, not a
-function's data, so the code that grows them allocates in the shared heap
-(``_faastlane.share_allocations_of``), found by symbol when the library is loaded.
+Made on a function's thread inside its domain, such state is private, and the next
+function that uses the library faults reading it. It holds types and configuration, not
+a function's data, so it is made shared -- the C twin of the standard library caches
+private_heaps.py purges:
+
+- caches that C extensions grow on whichever thread needs a new entry: the code that
+  grows them allocates in the shared heap (``_faastlane.share_allocations_of``), found by
+  symbol when the library is loaded;
+- state that Python libraries create on first use: warmed outside every domain when the
+  functions load (boto3's default session and the service models it loads).
 """
 
 from __future__ import annotations
 
+import ast
 import sys
 
 from . import domains
@@ -41,3 +47,43 @@ def share_loaded() -> list[str]:
         for found in ranges:
             domains.native_module().share_allocations_of(found.start, found.end)
     return warnings
+
+
+def warm(sources: list[str]) -> None:
+    """Create, outside every domain, the library state the functions' module set-up and
+    calls would otherwise create privately (``sources``: their files)."""
+    boto3 = sys.modules.get("boto3")
+    if boto3 is not None:
+        _warm_boto3(boto3, _aws_services(sources))
+
+
+def _warm_boto3(boto3: object, services: set[str]) -> None:
+    """boto3's default session is made by the first ``boto3.client()``; its event
+    handlers, credentials and botocore's loader cache (service models, endpoints) are
+    shared by every client made from it. Made here, from the same environment."""
+    if getattr(boto3, "DEFAULT_SESSION", None) is None:
+        boto3.setup_default_session()  # type: ignore[attr-defined]
+    session = boto3.DEFAULT_SESSION  # type: ignore[attr-defined]
+    for service in sorted(services):
+        try:
+            session.client(service)
+        except Exception:  # noqa: BLE001 - the function's own call reports the problem
+            pass
+
+
+def _aws_services(sources: list[str]) -> set[str]:
+    """Service names the sources pass to ``client("...")`` or ``resource("...")``."""
+    services: set[str] = set()
+    for path in sources:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                tree = ast.parse(handle.read(), path)
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("client", "resource") and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)):
+                services.add(node.args[0].value)
+    return services

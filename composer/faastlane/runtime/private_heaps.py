@@ -356,6 +356,7 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
     _import_dependencies(root, spec)
     for warning in library_caches.share_loaded():
         sys.stderr.write(f"[faastlane] {warning}\n")
+    library_caches.warm(_own_files(root, spec))
     _check_runtime()
     _find_lru_caches()
     fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True),
@@ -503,6 +504,18 @@ def _share_registries() -> None:
     for name in ("__instancecheck__", "__subclasscheck__"):
         setattr(abc.ABCMeta, name, _shared_method(getattr(abc.ABCMeta, name)))
     logging.Manager.getLogger = _shared_method(logging.Manager.getLogger)  # type: ignore
+    weakref.finalize._select_for_exit = classmethod(_shared_finalizers_for_exit)  # type: ignore
+
+
+def _shared_finalizers_for_exit(cls: type) -> list[Any]:
+    """``weakref.finalize``'s choice of what runs at interpreter exit, over its registry's
+    shared entries only: the exiting thread is outside every domain and may not read a
+    function's own finalizers (they do not run: the process is ending anyway)."""
+    native = domains.native_module()
+    due = [(f, info) for f, info in native.shared_items(cls._registry)  # type: ignore
+           if info.atexit]
+    due.sort(key=lambda item: item[1].index)
+    return [f for f, _ in due]
 
 
 _running = threading.local()  # .own: the own_names of the function on this thread
