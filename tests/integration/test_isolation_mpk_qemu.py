@@ -148,14 +148,31 @@ def test_escape_and_failure_under_keys(guest: dict[str, dict[str, Any]]) -> None
     assert clean["caught"]["Error"] == "ValueError" and clean["again"] == {"ok": True}
 
 
-@pytest.mark.parametrize("example", ["finra", "ml-predict", "healthcare", "sentiment"])
+@pytest.mark.parametrize("example", ["finra", "ml-predict"])
 def test_each_example_gives_the_same_output_under_keys(
         guest: dict[str, dict[str, Any]], example: str) -> None:
-    """Every function of the example in its own domain, C malloc routed (numpy arrays,
-    Pillow images, boto3's buffers private): the output equals none mode's and the
-    expected one (ml-predict's ``model.trained_at`` is when the container trained)."""
+    """Every function of the example in its own domain, C malloc routed (numpy arrays and
+    Pillow images private): the output equals none mode's and the expected one
+    (ml-predict's ``model.trained_at`` is when the container trained)."""
     expected = json.loads((EXAMPLES / example / "expected.json").read_text())
     keys, shared = _output(guest, f"{example}-mpk"), _output(guest, f"{example}-none")
     if example == "ml-predict":
         keys, shared = ({k: out[k] for k in expected} for out in (keys, shared))
     assert keys == shared == expected
+
+
+@pytest.mark.parametrize("example", ["healthcare", "sentiment"])
+def test_boto3_examples_stop_closed_under_keys(
+        guest: dict[str, dict[str, Any]], example: str) -> None:
+    """Not supported under keys yet: botocore writes each function's objects into its
+    shared session and memo dicts (PRIVATE_HEAPS.md section 8). Until then the workflow
+    must stop with an isolation error naming one of its functions, and nothing but that
+    error comes out. Control: none mode in the same guest, against the same local
+    endpoints, gives the expected output."""
+    expected = json.loads((EXAMPLES / example / "expected.json").read_text())
+    assert _output(guest, f"{example}-none") == expected
+    stopped = _output(guest, f"{example}-mpk", code=1)
+    assert set(stopped) == {"Error", "Cause"}
+    assert stopped["Error"] in ("Faastlane.IsolationViolation", "Faastlane.IsolationError")
+    functions = [p.stem for p in (EXAMPLES / example / "functions").glob("*.py")]
+    assert any(f"function '{name}'" in stopped["Cause"] for name in functions), stopped

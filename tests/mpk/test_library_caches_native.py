@@ -15,7 +15,7 @@ import signal
 import subprocess
 import textwrap
 
-from probe_runs import REPO
+from probe_runs import REPO, runtime_with_packages
 
 SNIPPET = """
 import ctypes, json, sys, threading
@@ -53,7 +53,8 @@ print(json.dumps({"total": use_numpy(), "warnings": warnings}), flush=True)
 
 def run(runtime: str, mode: str) -> subprocess.CompletedProcess[str]:
     path = os.pathsep.join(filter(None, [str(REPO / "composer"), os.environ.get("PYTHONPATH")]))
-    return subprocess.run([runtime, "-c", textwrap.dedent(SNIPPET), mode],
+    return subprocess.run([runtime_with_packages(runtime, ("numpy",)), "-c",
+                           textwrap.dedent(SNIPPET), mode],
                           capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, PYTHONPATH=path, FAASTLANE_MPK="off"))
 

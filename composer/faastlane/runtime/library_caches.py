@@ -19,6 +19,7 @@ import sys
 
 from . import domains
 from .elf_symbols import code_ranges
+from .source_nodes import source_nodes
 
 # Extension module -> the functions (name prefixes) that allocate its shared caches.
 KNOWN_CACHES: dict[str, tuple[str, ...]] = {
@@ -73,17 +74,7 @@ def _warm_boto3(boto3: object, services: set[str]) -> None:
 
 def _aws_services(sources: list[str]) -> set[str]:
     """Service names the sources pass to ``client("...")`` or ``resource("...")``."""
-    services: set[str] = set()
-    for path in sources:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                tree = ast.parse(handle.read(), path)
-        except (OSError, SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("client", "resource") and node.args
-                    and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str)):
-                services.add(node.args[0].value)
-    return services
+    return {node.args[0].value for node in source_nodes(sources)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("client", "resource") and node.args
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)}

@@ -55,6 +55,7 @@ from .errors import StatesError
 from .functions import FunctionSpec, call_entry, failure, load_module, module_name
 from .jsonvalue import detach
 from .lambda_context import LambdaContext
+from .source_nodes import source_nodes
 
 ISOLATION_ERROR = "Faastlane.IsolationError"
 ESCAPE_CHECK_VARIABLE = "FAASTLANE_ESCAPE_CHECK"
@@ -589,16 +590,10 @@ def _import_dependencies(root: str, spec: FunctionSpec) -> None:
 
 def _imported_names(files: list[str]) -> set[str]:
     names: set[str] = set()
-    for path in files:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                tree = ast.parse(handle.read(), path)
-        except (OSError, SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module)
-                names.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+    for node in source_nodes(files):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
     return names

@@ -146,6 +146,10 @@ job=$(mktemp -d "$cache/jobs/run.XXXXXX")
 {
   printf 'cd %q || { echo "QEMU-HARNESS-ERROR: no directory %q in the guest"; exit 97; }\n' "$dir" "$dir"
   printf 'export PATH=%q HOME=%q LANG=C.UTF-8\n' "$PATH" "${HOME:-/root}"
+  # QEMU 7.2's TCG mis-emulates the AVX2-class SIMD numpy and OpenBLAS dispatch to
+  # (scikit-learn saw 12 classes in the 10-digit set; a run died of SIGSEGV; native
+  # runs are clean): guest jobs use their SSE4.2 kernels.
+  echo 'export NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Nehalem'
   # Loopback up: jobs may serve on 127.0.0.1 inside the guest (the examples' local AWS).
   echo 'busybox ip link set lo up 2>/dev/null || busybox ifconfig lo 127.0.0.1 up 2>/dev/null || true'
   for v in PYTHONPATH PYTHONDONTWRITEBYTECODE ${QEMU_PASS_ENV:-} $(compgen -e | grep '^FAASTLANE_' || true); do
