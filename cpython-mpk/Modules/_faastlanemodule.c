@@ -376,6 +376,17 @@ Domain_shared_referrers(DomainObject *self, PyObject *Py_UNUSED(ignored))
                                   _PyMPK_SLOT_SIZE);
 }
 
+static PyObject *
+Domain_holders_among(DomainObject *self, PyObject *candidates)
+{
+    if (!self->alive) {
+        PyErr_Format(DomainError, "domain (slot %d) was destroyed", self->handle.slot);
+        return NULL;
+    }
+    return _PyMPK_HoldersAmong(candidates, _PyMPK_SlotBase(self->handle.slot),
+                               _PyMPK_SLOT_SIZE);
+}
+
 /* The exit gate inspects shared containers that other domains' objects may
    share: iterating them in Python would touch those objects. */
 static PyObject *
@@ -410,6 +421,10 @@ static PyMethodDef Domain_methods[] = {
      "visible_items(container)\n--\n\nThe entries of a dict (as (key, value) "
      "pairs), list, tuple or set that hold nothing of another domain's slot; "
      "those are skipped by address, never read."},
+    {"holders_among", (PyCFunction)Domain_holders_among, METH_O,
+     "holders_among(candidates)\n--\n\nThose of the given shared objects that hold a "
+     "pointer into this domain's slot\n(addresses compared, as shared_referrers() "
+     "does, over these objects only)."},
     {"shared_referrers", (PyCFunction)Domain_shared_referrers, METH_NOARGS,
      "shared_referrers()\n--\n\nThe shared GC-tracked objects that hold a "
      "pointer into this domain's slot (escapes, once its function returned). "

@@ -192,6 +192,27 @@ check_referrer(PyObject *op, slot_range *range, PyObject *found)
 }
 
 PyObject *
+_PyMPK_HoldersAmong(PyObject *candidates, uintptr_t base, size_t size)
+{
+    slot_range range = {base, size, 0};
+    struct _PyMPK_Heap *heap = _PyMPK_ThreadHeap;
+    PyObject *seq, *found = NULL;
+    _PyMPK_ThreadHeap = NULL;   /* shared, as _PyMPK_SharedReferrers' list */
+    seq = PySequence_Fast(candidates, "holders_among() needs a list or tuple");
+    if (seq != NULL) {
+        found = PyList_New(0);
+        for (Py_ssize_t i = 0; found != NULL && i < PySequence_Fast_GET_SIZE(seq); i++) {
+            if (check_referrer(PySequence_Fast_GET_ITEM(seq, i), &range, found) < 0) {
+                Py_CLEAR(found);
+            }
+        }
+        Py_DECREF(seq);
+    }
+    _PyMPK_ThreadHeap = heap;
+    return found;
+}
+
+PyObject *
 _PyMPK_SharedReferrers(uintptr_t base, size_t size)
 {
     PyInterpreterState *interp = _PyInterpreterState_GET();
@@ -323,6 +344,15 @@ PyObject *
 _PyMPK_VisibleItems(PyObject *container, uintptr_t base, size_t size)
 {
     (void)container;
+    (void)base;
+    (void)size;
+    return refuse();
+}
+
+PyObject *
+_PyMPK_HoldersAmong(PyObject *candidates, uintptr_t base, size_t size)
+{
+    (void)candidates;
     (void)base;
     (void)size;
     return refuse();

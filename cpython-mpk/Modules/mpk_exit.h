@@ -16,6 +16,11 @@ PyObject *_PyMPK_CallShared(PyObject *callable, PyObject *const *args,
  * [base, base + size), or NULL with an exception set. */
 PyObject *_PyMPK_SharedReferrers(uintptr_t base, size_t size);
 
+/* The objects of the sequence `candidates` that hold a pointer into
+ * [base, base + size), judged as _PyMPK_SharedReferrers judges each object:
+ * the exit gate's cheap check of the caches it knows, at every exit. */
+PyObject *_PyMPK_HoldersAmong(PyObject *candidates, uintptr_t base, size_t size);
+
 /* A new list of the entries of a dict, list, tuple or set that hold no object
  * of a slot other than [base, base + size) -- dict entries as (key, value)
  * pairs.  Other domains' objects are skipped by address, never read. */

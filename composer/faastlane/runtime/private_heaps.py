@@ -169,8 +169,13 @@ def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None,
         error = call_shared(_copy_error, exc)
     _flush_std_streams()
     gc.collect(0)
-    # Concurrent invocations hold live references: only the last one out checks.
-    if check_escapes and fn.domain.threads_inside() == 1:
+    # Concurrent invocations hold live references: only the last one out purges/checks.
+    last_out = fn.domain.threads_inside() == 1
+    if last_out:
+        # Every exit: a private entry left in a shared cache is read by the next caller
+        # of any function (an lru_cache's next call appends after its newest link).
+        _purge_caches(fn, fn.domain.holders_among(_KNOWN_CACHES))
+    if check_escapes and last_out:
         escaped = _escapes(fn)
         if escaped and fn.keep_escapes:
             fn.baseline = call_shared(list, fn.domain.shared_referrers())
@@ -295,38 +300,29 @@ def _only_own_modules(fn: DomainFunction) -> bool:
 
 
 def _purge_caches(fn: DomainFunction, holders: list[Any]) -> None:
-    """Drop the function's own entries from the standard library's caches: ``re``'s,
-    ``linecache``'s, ``_strptime``'s, and ``struct``'s (a holder dict of ``Struct``
-    values). Only its own entries: a cache may also hold other functions' objects,
-    which this thread may not touch (``visible_items`` skips them unread), so a cache is
-    never cleared wholesale -- ``functools.lru_cache`` escapes therefore stay escapes."""
+    """Drop the function's own entries from the caches among ``holders``: the known ones
+    (``re``'s, ``linecache``'s, ``_strptime``'s, every ``functools.lru_cache``) and
+    ``struct``'s (a holder dict of ``Struct`` values). Only its own entries: a cache may
+    also hold other functions' objects, which this thread may not touch
+    (``visible_items`` skips them unread), so a dict is never cleared wholesale."""
     mine = fn.domain.contains
-    strptime = sys.modules.get("_strptime")
-    caches = [re._cache, re._cache2, _linecache()]  # type: ignore[attr-defined]
-    if strptime is not None:
-        caches.append(strptime._regex_cache)
-    caches += [h for h in holders if type(h) is dict and _holds_only_structs(fn, h)]
-    for cache in caches:
-        for key, value in fn.domain.visible_items(cache):
-            if mine(id(key)) or mine(id(value)):
-                del cache[key]
     for holder in holders:
-        # An lru_cache's dict: cleared through its wrapper, only when every entry is
-        # this function's or shared (clearing releases them all).
         wrapper = _LRU_CACHES.get(id(holder))
-        if wrapper is not None and len(fn.domain.visible_items(holder)) == len(holder):
-            wrapper.cache_clear()
+        if wrapper is not None:
+            # Its links form one list: cleared through the wrapper, only when every
+            # entry is this function's or shared (clearing releases them all).
+            if len(fn.domain.visible_items(holder)) == len(holder):
+                wrapper.cache_clear()
+        elif type(holder) is dict and (id(holder) in _KNOWN_IDS
+                                       or _holds_only_structs(fn, holder)):
+            for key, value in fn.domain.visible_items(holder):
+                if mine(id(key)) or mine(id(value)):
+                    del holder[key]
 
 
 def _holds_only_structs(fn: DomainFunction, holder: dict[Any, Any]) -> bool:
     entries = fn.domain.visible_items(holder)
     return bool(entries) and all(type(v) is struct.Struct for _, v in entries)
-
-
-def _linecache() -> dict[str, Any]:
-    import linecache
-
-    return linecache.cache
 
 
 def _describe(fn: DomainFunction, holder: Any) -> str:
@@ -359,7 +355,7 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
         sys.stderr.write(f"[faastlane] {warning}\n")
     library_caches.warm(_own_files(root, spec))
     _check_runtime()
-    _find_lru_caches()
+    _find_caches()
     fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True),
                         keep_escapes=keep_escapes)
     fault_reports.announce(fn.domain.slot, fn.domain.key, spec.name)
@@ -395,6 +391,7 @@ def _load_inside(root: str, fn: DomainFunction, name: str) -> StatesError | None
             fn.own_modules = call_shared(_private_module_names, fn.domain)
         gc.collect(0)
     _flush_std_streams()
+    _purge_caches(fn, fn.domain.holders_among(_KNOWN_CACHES))
     holders = _unexpected(fn, fn.domain.shared_referrers())
     if holders:
         _purge_caches(fn, holders)
@@ -475,20 +472,34 @@ def malloc_routed() -> bool:
     return bool(domains.native_module().malloc_routed())
 
 
-# id(cache dict) -> its functools.lru_cache wrapper. Found outside every domain when a
-# function loads, for wrappers not seen before (the wrapper's traverse walks its links:
+# The shared caches every exit gate purges of the function's entries (_purge_caches),
+# and id(cache dict) -> its functools.lru_cache wrapper. Found outside every domain when
+# a function loads, for wrappers not seen before (the wrapper's traverse walks its links:
 # those of a wrapper a function has already called may be private and must not be read).
+_KNOWN_CACHES: list[Any] = []
+_KNOWN_IDS: set[int] = set()
 _LRU_CACHES: dict[int, Any] = {}
 _LRU_SEEN: set[int] = set()
 
 
-def _find_lru_caches() -> None:
+def _find_caches() -> None:
+    import linecache
+
+    strptime = sys.modules.get("_strptime")
+    caches = [re._cache, re._cache2, linecache.cache]  # type: ignore[attr-defined]
+    if strptime is not None:
+        caches.append(strptime._regex_cache)
     for wrapper in gc.get_objects():
         if type(wrapper).__name__ == "_lru_cache_wrapper" and id(wrapper) not in _LRU_SEEN:
             _LRU_SEEN.add(id(wrapper))
             for referent in gc.get_referents(wrapper):
                 if type(referent) is dict:
                     _LRU_CACHES[id(referent)] = wrapper
+                    caches.append(referent)
+    for cache in caches:
+        if id(cache) not in _KNOWN_IDS:
+            _KNOWN_IDS.add(id(cache))
+            _KNOWN_CACHES.append(cache)
 
 
 def _share_registries() -> None:

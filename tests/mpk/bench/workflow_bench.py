@@ -1,13 +1,16 @@
 """End-to-end cost of ``--isolation mpk`` on the example workflows, natively (no keys).
 
     python tests/mpk/bench/workflow_bench.py [--rounds N] [--escape-check every|sampled]
+                                             [--stock PYTHON]
 
 For each example it composes the action once, then runs warm instances in one process
-per isolation mode (``none`` and ``mpk``), alternating the modes round by round so that
-load on a shared machine hits both alike, and prints the median milliseconds per
-instance and the ratio. Everything but the WRPKRU instruction is measured: gates,
-private heaps, promotion, escape scans. Parallel states run on threads (``-Th``) so that
-the functions' own work dominates, not fork costs.
+per configuration -- ``none`` and ``mpk`` on this runtime, and with ``--stock`` the
+``none`` action on a stock CPython 3.13 (a venv with the examples' packages) --
+alternating them round by round so that load on a shared machine hits all alike, and
+prints the median milliseconds per instance and the ratios. Everything but the WRPKRU
+instruction is measured: gates, private heaps, C malloc routing, promotion, escape
+scans. Parallel states run on threads (``-Th``) so that the functions' own work
+dominates, not fork costs.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-EXAMPLES = {"finra": "input.json", "ml-predict": "input.json"}
+EXAMPLES = ("finra", "ml-predict")
 
 # Runs in a fresh interpreter: load the composed action, run warm instances.
 _WORKER = """
@@ -50,8 +53,18 @@ def compose(example: str, isolation: str, out: Path) -> Path:
     return target
 
 
-def run(action: Path, payload: Path, instances: int, env: dict[str, str]) -> list[float]:
-    done = subprocess.run([sys.executable, "-c", _WORKER, str(action), str(payload),
+def payload_of(example: str, tmp: Path) -> Path:
+    """The example's input (ml-predict's ~1.5 MB scan is generated, not committed)."""
+    if example == "ml-predict":
+        subprocess.run([sys.executable, str(ROOT / "examples" / example / "generate_input.py"),
+                        str(tmp / "scans")], check=True, capture_output=True)
+        return tmp / "scans" / "input.json"
+    return ROOT / "examples" / example / "input.json"
+
+
+def run(python: str, action: Path, payload: Path, instances: int,
+        env: dict[str, str]) -> list[float]:
+    done = subprocess.run([python, "-c", _WORKER, str(action), str(payload),
                            str(instances)], capture_output=True, text=True, env=env,
                           cwd=action, check=True)
     return json.loads(done.stdout.splitlines()[-1])
@@ -60,20 +73,30 @@ def run(action: Path, payload: Path, instances: int, env: dict[str, str]) -> lis
 def main(argv: list[str]) -> int:
     rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 3
     check = argv[argv.index("--escape-check") + 1] if "--escape-check" in argv else "sampled"
+    stock = argv[argv.index("--stock") + 1] if "--stock" in argv else None
     env = dict(os.environ, FAASTLANE_ESCAPE_CHECK=check, FAASTLANE_MPK="off")
     with tempfile.TemporaryDirectory() as tmp:
-        for example, input_name in EXAMPLES.items():
+        for example in EXAMPLES:
             actions = {mode: compose(example, mode, Path(tmp)) for mode in ("none", "mpk")}
-            payload = ROOT / "examples" / example / input_name
-            samples: dict[str, list[float]] = {"none": [], "mpk": []}
+            # configuration -> (interpreter, action)
+            configs = {"none": (sys.executable, actions["none"]),
+                       "mpk": (sys.executable, actions["mpk"])}
+            if stock:
+                configs["stock_none"] = (stock, actions["none"])
+            payload = payload_of(example, Path(tmp))
+            samples: dict[str, list[float]] = {name: [] for name in configs}
             for _ in range(rounds):
-                for mode, action in actions.items():
-                    samples[mode] += run(action, payload, 10, env)
-            none, mpk = (statistics.median(samples[m]) for m in ("none", "mpk"))
-            print(json.dumps({"example": example, "escape_check": check,
-                              "none_ms": round(none, 2), "mpk_ms": round(mpk, 2),
-                              "mpk_over_none": round(mpk / none, 3),
-                              "instances_per_mode": len(samples["none"])}))
+                for name, (python, action) in configs.items():
+                    samples[name] += run(python, action, payload, 10, env)
+            ms = {name: statistics.median(times) for name, times in samples.items()}
+            report = {"example": example, "escape_check": check,
+                      **{f"{name}_ms": round(v, 2) for name, v in ms.items()},
+                      "mpk_over_none": round(ms["mpk"] / ms["none"], 3),
+                      "instances_per_config": len(samples["none"])}
+            if stock:
+                report["none_over_stock"] = round(ms["none"] / ms["stock_none"], 3)
+                report["mpk_over_stock"] = round(ms["mpk"] / ms["stock_none"], 3)
+            print(json.dumps(report), flush=True)
     return 0
 
 
