@@ -79,6 +79,23 @@ FUNCTIONS = {
                     "array_data_in_my_slot": _faastlane.slot_of(
                         array.__array_interface__["data"][0]) == my_slot()}
         """,
+    "UrlsA": """
+        import functools
+        import urllib.parse
+
+        def handler(event, context):
+            # urlsplit is a shared functools.lru_cache: this call links a private entry
+            # into its list; the exit gate must unlink it before anyone else calls.
+            url = urllib.parse.urlsplit("https://" + event["text"].split()[0] + ".a.example/")
+            return {"host": url.hostname, "cached": urllib.parse.urlsplit.cache_info().currsize}
+        """,
+    "UrlsB": """
+        import urllib.parse
+
+        def handler(event, context):
+            url = urllib.parse.urlsplit("https://" + event["text"].split()[-1] + ".b.example/")
+            return {"host": url.hostname}
+        """,
     "Finalize": """
         import weakref
 
@@ -154,6 +171,8 @@ WARM = chain(
     ("Produce", task("Produce", ResultPath="$.produced")),
     ("Consume", task("Consume", ResultPath="$.consumed")),
     ("Finalize", task("Finalize", ResultPath="$.finalize")),
+    ("UrlsA", task("UrlsA", ResultPath="$.urls_a")),
+    ("UrlsB", task("UrlsB", ResultPath="$.urls_b")),
 )
 
 ESCAPE = chain(("Escape", task("Escape")), ("After", task("Fail")))

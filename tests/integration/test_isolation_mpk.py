@@ -52,6 +52,9 @@ def test_warm_state_stays_in_each_functions_heap(tmp_path: Path) -> None:
                          "packed": [1, 2, 3], "total": "3.30", "array_sum": 66.0,
                          "pixels": 7 * 64, "json": {"a": [1]},
                          "counter_in_my_slot": True, "array_data_in_my_slot": True}
+    # A shared lru_cache used by two functions in turn: the second found the cache
+    # without the first one's entry (purged at its exit; under keys it would fault).
+    assert out["urls_a"]["host"] == "ab.a.example" and out["urls_b"] == {"host": "ef.b.example"}
     # A result is promoted by value: the next function sees it, its containers copied
     # into its own heap (it may mutate them), its immutable leaves shared.
     assert out["consumed"] == {"text": "made by Produce " * 3, "items": [0, 1, 2, 3, 4],

@@ -138,6 +138,9 @@ def test_warm_state_promotion_and_libraries_under_keys(
     # Its finalizer was left for exit, and the action still exited cleanly (code 0
     # above): the exiting thread never read the function's private finalizer.
     assert out["finalize"] == {"finalizer_pending": True}
+    # Two functions called one shared lru_cache (urlsplit) in turn: UrlsA's link was
+    # unlinked at its exit, so UrlsB's call did not append after a private link.
+    assert out["urls_b"] == {"host": "ef.b.example"}
 
 
 def test_escape_and_failure_under_keys(guest: dict[str, dict[str, Any]]) -> None:
