@@ -109,8 +109,25 @@ FUNCTIONS = {
             SEEN.append(event)
             return len(SEEN)
         """,
-    # Reads memory at an address it was handed: another function's object.
+    # Keeps a class in its heap (made at import): shared classes' subclass tables name it.
+    "Keeper": """
+
+        class KeeperSecret:
+            value = "keeper-" + "secret"
+
+        def handler(event, context):
+            return {"class_in_my_slot": slot_of(KeeperSecret) == my_slot()}
+        """,
+    # Reads another function's object in pure Python: object.__subclasses__() reaches
+    # Keeper's class (the documented hazard of shared subclass tables).
     "Peek": """
+
+        def handler(event, context):
+            found = [c for c in object.__subclasses__() if c.__name__ == "KeeperSecret"]
+            return {"value": found[0].value if found else None}
+        """,
+    # Reads memory at an address it was handed, with ctypes: refused by the hardening.
+    "CtypesPeek": """
         import ctypes
 
         def handler(event, context):
@@ -149,6 +166,12 @@ FIFTY = {"StartAt": "Each", "States": {"Each": {
     "Type": "Map", "ItemsPath": "$.items", "MaxConcurrency": 1, "End": True,
     "ItemProcessor": {"StartAt": "Count", "States": {"Count": task("Count")}}}}}
 
-# Model leaks its object's address in its result; Peek reads it from its own domain.
-PEEK = chain(("Model", task("Model", ResultPath="$.model")),
-             ("Peek", task("Peek", Parameters={"address.$": "$.model.model_address"})))
+# Peek reaches Keeper's class from its own domain: natively it reads it, under keys the
+# read faults and stops the workflow naming both.
+PEEK = chain(("Keeper", task("Keeper", ResultPath="$.keeper")),
+             ("Peek", task("Peek", ResultPath="$.peek")))
+# Model leaks its object's address in its result; CtypesPeek tries to read it with
+# ctypes: the hardening refuses ctypes to function code, with or without keys.
+CTYPES_PEEK = chain(("Model", task("Model", ResultPath="$.model")),
+                    ("Peek", task("CtypesPeek",
+                                  Parameters={"address.$": "$.model.model_address"})))
