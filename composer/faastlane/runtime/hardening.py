@@ -1,8 +1,8 @@
 """Run-time hardening of ``mpk`` isolation: what function code may not do in-process.
 
-The Orchestrator calls :func:`activate` once, in ``mpk`` mode, before any function code
-runs (function modules' bodies included), and wraps every function call in
-:func:`function_scope`. Protection keys stop loads and stores; this covers what goes
+The Orchestrator calls :func:`activate` (``libraries_ffi=True``) once, in ``mpk`` mode,
+before any function code runs (function modules' bodies included), and wraps every
+function call in :func:`function_scope`, inside ``Domain.run_sealed``. Protection keys stop loads and stores; this covers what goes
 around them, with ``sys.addaudithook`` (CPython raises an audit event before each of
 these actions, and a hook that raises stops it):
 
@@ -217,8 +217,9 @@ def function_scope(name: str) -> Any:
     """Context manager marking the calling thread as running function ``name``.
 
     The invoker wraps each call of a function (and the import of its module) in it,
-    inside the function's domain: ``domain.enter(); with function_scope(name): ...;
-    domain.exit()``. Scopes nest; leaving one restores the outer name.
+    inside the function's sealed domain: ``domain.run_sealed(body)`` where ``body``
+    does ``with function_scope(name): ...``. Scopes nest; leaving one restores the
+    outer name.
     """
     return _function_scope(name)
 
