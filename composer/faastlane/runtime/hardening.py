@@ -2,9 +2,10 @@
 
 The Orchestrator calls :func:`activate` (``libraries_ffi=True``) once, in ``mpk`` mode,
 before any function code runs (function modules' bodies included), and wraps every
-function call in :func:`function_scope`, inside ``Domain.run_sealed``. Protection keys stop loads and stores; this covers what goes
-around them, with ``sys.addaudithook`` (CPython raises an audit event before each of
-these actions, and a hook that raises stops it):
+function call in :func:`function_scope`, inside ``Domain.run_sealed``. Protection keys
+stop loads and stores; this covers what goes around them, with ``sys.addaudithook``
+(CPython raises an audit event before each of these actions, and a hook that raises
+stops it):
 
 - **native code loaded after start-up** -- ``ctypes.CDLL`` (event ``ctypes.dlopen``) and
   extension modules (event ``import`` with the file about to be ``dlopen``-ed) -- is
