@@ -126,6 +126,40 @@ FUNCTIONS = {
             found = [c for c in object.__subclasses__() if c.__name__ == "KeeperSecret"]
             return {"value": found[0].value if found else None}
         """,
+    # Tries, from inside its sealed domain, what the hardening and the seal refuse.
+    "Breakout": """
+        import threading
+
+
+        def attempt(action):
+            try:
+                action()
+            except Exception as exc:
+                return type(exc).__name__ + ": " + str(exc)
+            return "done"
+
+
+        def from_a_thread(action):
+            outcome = []
+            thread = threading.Thread(target=lambda: outcome.append(attempt(action)))
+            thread.start()
+            thread.join()
+            return outcome[0]
+
+
+        def handler(event, context):
+            status = open("/proc/self/status").read()
+            return {
+                "sealed_to_my_slot": _faastlane.sealed() == my_slot(),
+                "seccomp": "Seccomp:\t2" in status,
+                "exit": attempt(lambda: _faastlane.current_domain().exit()),
+                "live_domains": attempt(_faastlane.live_domains),
+                "thread_live_domains": from_a_thread(_faastlane.live_domains),
+                "proc_self_mem": attempt(lambda: open("/proc/self/mem", "rb")),
+                "ctypes": attempt(lambda: __import__("ctypes").c_int(1)),
+                "thread_ctypes": from_a_thread(lambda: __import__("ctypes").c_int(1)),
+            }
+        """,
     # Reads memory at an address it was handed, with ctypes: refused by the hardening.
     "CtypesPeek": """
         import ctypes
@@ -170,6 +204,7 @@ FIFTY = {"StartAt": "Each", "States": {"Each": {
 # read faults and stops the workflow naming both.
 PEEK = chain(("Keeper", task("Keeper", ResultPath="$.keeper")),
              ("Peek", task("Peek", ResultPath="$.peek")))
+BREAKOUT = chain(("Breakout", task("Breakout")))
 # Model leaks its object's address in its result; CtypesPeek tries to read it with
 # ctypes: the hardening refuses ctypes to function code, with or without keys.
 CTYPES_PEEK = chain(("Model", task("Model", ResultPath="$.model")),

@@ -16,7 +16,16 @@ from pathlib import Path
 import pytest
 
 from .apps import faastlane
-from .mpk_apps import CTYPES_PEEK, ESCAPE, FAIL_THEN_CLEAN, FIFTY, PEEK, WARM, write_mpk_app
+from .mpk_apps import (
+    BREAKOUT,
+    CTYPES_PEEK,
+    ESCAPE,
+    FAIL_THEN_CLEAN,
+    FIFTY,
+    PEEK,
+    WARM,
+    write_mpk_app,
+)
 
 pytest.importorskip("_faastlane", reason="needs the cpython-mpk runtime (make test)")
 
@@ -87,6 +96,23 @@ def test_ctypes_is_refused_to_function_code(tmp_path: Path) -> None:
     done = faastlane("run", str(write_mpk_app(tmp_path / "none", CTYPES_PEEK)),
                      "--isolation", "none")
     assert done.code == 0 and len(json.loads(done.stdout)["bytes"]) == 16, done.stderr
+
+
+def test_function_code_runs_sealed_and_hardened(tmp_path: Path) -> None:
+    """In mpk mode every function runs sealed, with the hardening on: the domain API,
+    /proc/self/mem and ctypes are refused to it and to the threads it starts."""
+    code, out, err = run(write_mpk_app(tmp_path / "app", BREAKOUT))
+    assert code == 0, err
+    assert out["sealed_to_my_slot"] and out["seccomp"], out
+    sealed = "SealedError: cannot {}: this thread runs sealed function code"
+    assert out["exit"].startswith(sealed.format("exit")), out
+    for key in ("live_domains", "thread_live_domains"):
+        assert out[key].startswith(sealed.format("list the live domains")), out
+    assert out["proc_self_mem"] == ("IsolationViolation: function 'Breakout': opening "
+                                    "/proc/self/mem refused (mpk isolation)"), out
+    for key in ("ctypes", "thread_ctypes"):
+        assert out[key].startswith("IsolationViolation: function 'Breakout': ctypes "
+                                   "(ctypes."), out
 
 
 def test_an_escape_fails_the_function_and_names_it(tmp_path: Path) -> None:
