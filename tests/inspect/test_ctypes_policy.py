@@ -25,7 +25,11 @@ UNAUDITED_PATHS = {
     "memoryview": "bytes(memoryview(target))[:4]",
     "reduce": "target.__reduce__()[1][1][1][:4]",
     "resize": "ctypes.resize(target, 64) or ctypes.sizeof(target)",
+    "refcount": "__import__('_ctypes').Py_INCREF(secret) is secret",
 }
+# The event each path raises (patch 0009); the rest raise ctypes.cdata/access.
+EVENTS = {"call_from_address": "ctypes.call_function", "memmove": "ctypes.call_function",
+          "refcount": "ctypes.refcount"}
 SETUP = """
 import ctypes, os
 libc_getpid = ctypes.cast(ctypes.CDLL(None).getpid, ctypes.c_void_p).value
@@ -49,7 +53,8 @@ def _expression_lines(label: str, expression: str) -> str:
 @pytest.mark.parametrize("path", sorted(UNAUDITED_PATHS))
 def test_patch_0009_raises_an_audit_event_on_every_ctypes_path(path: str) -> None:
     """A hook records the events each path raises: a foreign call is
-    ctypes.call_function, a memory access ctypes.cdata/access."""
+    ctypes.call_function, a memory access ctypes.cdata/access, a reference count
+    changed by hand ctypes.refcount."""
     body = SETUP + f"""
 events = []
 sys.addaudithook(lambda event, args: event.startswith("ctypes.") and events.append(event))
@@ -59,9 +64,7 @@ print("events", sorted(set(events)))
     out = child(body, harden=False)
     assert f"{path} DONE" in out, out  # the path works: this is not a refusal
     events = out.split("events ")[1]
-    expected = "ctypes.call_function" if path in ("call_from_address", "memmove") \
-        else "ctypes.cdata/access"
-    assert expected in events, out
+    assert EVENTS.get(path, "ctypes.cdata/access") in events, out
 
 
 def test_function_code_can_use_no_ctypes_path_that_libraries_loaded() -> None:
