@@ -155,3 +155,26 @@ print("outside", hardening.current_function())
     assert "born fn" in out
     assert "mem ERROR IsolationViolation function 'fn': opening /proc/self/mem" in out
     assert "outside None" in out
+
+
+def test_a_thread_native_code_starts_while_sealed_is_born_sealed(runtime: str) -> None:
+    """pthread_create called by native code (here libc's, looked up by a shared object
+    as any C extension would) is the runtime's: the thread is sealed.  The control: the
+    same call outside the sealed call."""
+    out = run("""
+import ctypes
+libc = ctypes.CDLL(None)
+START = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+def start(arg):
+    print("native-thread", arg, f.sealed() == mine.slot, f.sealed())
+    return None
+routine = START(start)
+def native_thread(tag):
+    handle = ctypes.c_ulong()
+    assert libc.pthread_create(ctypes.byref(handle), None, routine, tag) == 0
+    assert libc.pthread_join(handle, None) == 0
+mine.run_sealed(native_thread, 1)
+native_thread(2)
+""", runtime)
+    assert "native-thread 1 True " in out, out
+    assert "native-thread 2 False None" in out, out
