@@ -17,6 +17,7 @@
 static PyObject *DomainError;
 static PyObject *GateError;
 static PyObject *DomainLimitError;
+static PyObject *SealedError;
 
 typedef struct {
     PyObject_HEAD
@@ -34,6 +35,23 @@ static DomainObject *slot_objects[_PyMPK_SLOT_COUNT];
 
 /* ---------------------------------------------------------------------- */
 /* Status codes to exceptions                                             */
+
+/* Refuse `what` to a sealed thread (function code, Domain.run_sealed): the
+ * domain API is the runtime's, not the functions'. */
+static PyObject *
+refuse_sealed(const char *what)
+{
+    PyErr_Format(SealedError, "cannot %s: this thread runs sealed function "
+                 "code (domain slot %d); the runtime's domain API is closed to "
+                 "it", what, _PyMPK_SealedSlot());
+    return NULL;
+}
+
+static int
+is_sealed(void)
+{
+    return _PyMPK_SealedSlot() >= 0;
+}
 
 static PyObject *
 raise_status(_PyMPK_Status status, const char *action, DomainObject *self)
@@ -81,6 +99,8 @@ raise_status(_PyMPK_Status status, const char *action, DomainObject *self)
         PyErr_Format(PyExc_ValueError, "cannot %s: %s", action,
                      _PyMPK_LastError());
         break;
+    case _PyMPK_ERR_SEALED:
+        return refuse_sealed(action);
     case _PyMPK_ERR_SYSTEM: {
         PyObject *args = Py_BuildValue("(is)", _PyMPK_LastErrno(),
                                        _PyMPK_LastError());
@@ -178,6 +198,37 @@ Domain_exit(DomainObject *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+/* The invoker's one gate for function code: enter, seal, call
+ * callable(*args), make sure what leaves is shared, unseal, exit.  Only this
+ * C frame unseals, so nothing the callable runs can leave the domain or enter
+ * another.  METH_FASTCALL: no argument tuple is made inside. */
+static PyObject *
+Domain_run_sealed(DomainObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *result;
+    _PyMPK_Status status;
+
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "run_sealed() needs a callable");
+        return NULL;
+    }
+    status = _PyMPK_EnterSealed(self->handle);
+    if (status != _PyMPK_OK) {
+        return raise_status(status, "enter", self);
+    }
+    result = PyObject_Vectorcall(args[0], args + 1, (size_t)(nargs - 1), NULL);
+    result = _PyMPK_SealedResult(result, _PyMPK_SlotBase(self->handle.slot),
+                                 _PyMPK_SLOT_SIZE, DomainError);
+    status = _PyMPK_ExitSealed(self->handle);
+    if (status != _PyMPK_OK) {
+        /* Cannot happen while the seal holds; fail closed, still inside. */
+        Py_XDECREF(result);
+        PyErr_Clear();
+        return raise_status(status, "exit", self);
+    }
+    return result;
+}
+
 /* METH_FASTCALL: an argument tuple would be allocated inside the domain's
  * private heap and released by this thread after the exit gate. */
 static PyObject *
@@ -226,6 +277,9 @@ Domain_alloc(DomainObject *self, PyObject *args, PyObject *kwargs)
                                      &size, &align))
     {
         return NULL;
+    }
+    if (is_sealed()) {
+        return refuse_sealed("allocate in a domain");
     }
     if (size <= 0 || align <= 0) {
         PyErr_Format(PyExc_ValueError, "alloc needs a positive size and "
@@ -415,6 +469,16 @@ static PyMethodDef Domain_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "alloc(size, align=16)\n--\n\nAddress of `size` zeroed bytes inside "
      "the domain's slot (bump allocation, released by destroy())."},
+    {"run_sealed", (PyCFunction)(void (*)(void))Domain_run_sealed,
+     METH_FASTCALL,
+     "run_sealed(callable, *args)\n--\n\nEnter the domain, seal this thread, "
+     "return callable(*args), unseal and exit: how the runtime runs function "
+     "code.  While sealed, enter/exit/destroy, Domain(), alloc(), "
+     "restore_thread_pkru(), live_domains(), owner_of() and "
+     "install_fault_reporter() raise SealedError, and threads started are "
+     "sealed for life.  The result must be shared (a private one raises "
+     "DomainError); an exception leaves without traceback or context, and a "
+     "private one is replaced by a shared copy of its text."},
     {"__enter__", (PyCFunction)Domain_enter, METH_NOARGS,
      "Enter the domain for the body of a with statement."},
     {"visible_items", (PyCFunction)Domain_visible_items, METH_O,
@@ -548,7 +612,11 @@ faastlane_current_domain(PyObject *module, PyObject *Py_UNUSED(ignored))
 static PyObject *
 faastlane_live_domains(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *result = PyList_New(0);
+    PyObject *result;
+    if (is_sealed()) {
+        return refuse_sealed("list the live domains");
+    }
+    result = PyList_New(0);
     if (result == NULL) {
         return NULL;
     }
@@ -591,6 +659,9 @@ static PyObject *
 faastlane_owner_of(PyObject *module, PyObject *address)
 {
     int slot;
+    if (is_sealed()) {
+        return refuse_sealed("look up a domain by address");
+    }
     if (address_slot(address, &slot) < 0) {
         return NULL;
     }
@@ -641,7 +712,11 @@ faastlane_counters(PyObject *module, PyObject *Py_UNUSED(ignored))
 static PyObject *
 faastlane_install_fault_reporter(PyObject *module, PyObject *arg)
 {
-    int fd = PyObject_AsFileDescriptor(arg);
+    int fd;
+    if (is_sealed()) {
+        return refuse_sealed("install a fault reporter");
+    }
+    fd = PyObject_AsFileDescriptor(arg);
     if (fd < 0) {
         return NULL;
     }
@@ -654,11 +729,25 @@ faastlane_install_fault_reporter(PyObject *module, PyObject *arg)
 static PyObject *
 faastlane_restore_thread_pkru(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
-    uint32_t value = _PyMPK_RestoreThreadPKRU();
+    uint32_t value;
+    if (is_sealed()) {
+        return refuse_sealed("restore this thread's PKRU");
+    }
+    value = _PyMPK_RestoreThreadPKRU();
     if (!_PyMPK_KeysAvailable()) {
         Py_RETURN_NONE;
     }
     return PyLong_FromUnsignedLong(value);
+}
+
+static PyObject *
+faastlane_sealed(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    int slot = _PyMPK_SealedSlot();
+    if (slot < 0) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromLong(slot);
 }
 
 static PyObject *
@@ -776,6 +865,9 @@ static PyMethodDef faastlane_methods[] = {
      "call_shared(callable, *args)\n--\n\nCall callable(*args) with this "
      "thread allocating in the shared heap, while it stays inside its domain "
      "(and can read the domain's objects): how a result is promoted."},
+    {"sealed", faastlane_sealed, METH_NOARGS,
+     "sealed()\n--\n\nThe slot of the domain whose function code this thread "
+     "runs sealed (Domain.run_sealed, or a thread started from it), or None."},
     {"gate_code", faastlane_gate_code, METH_NOARGS,
      "gate_code()\n--\n\nThe machine code of the checked WRPKRU gate."},
     {NULL, NULL, 0, NULL},
@@ -834,7 +926,11 @@ PyInit__faastlane(void)
         || add_exception(module, &DomainLimitError,
                          "_faastlane.DomainLimitError", DomainError,
                          "No protection key or slot is left for another "
-                         "live domain.") < 0)
+                         "live domain.") < 0
+        || add_exception(module, &SealedError, "_faastlane.SealedError",
+                         GateError,
+                         "The calling thread runs sealed function code: the "
+                         "domain API is refused to it.") < 0)
     {
         goto error;
     }

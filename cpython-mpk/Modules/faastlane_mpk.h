@@ -69,6 +69,7 @@ typedef enum {
     _PyMPK_ERR_NOSPACE,      /* allocation larger than what is left of the slot */
     _PyMPK_ERR_INVALID,      /* bad argument (size 0, alignment not a power of 2) */
     _PyMPK_ERR_SYSTEM,       /* a system call failed: see _PyMPK_LastError() */
+    _PyMPK_ERR_SEALED,       /* this thread is sealed: no domain operation */
 } _PyMPK_Status;
 
 /* A domain is named by its slot and the slot's generation at creation: a
@@ -123,6 +124,19 @@ _PyMPK_Status _PyMPK_Create(_PyMPK_Handle *out);
 _PyMPK_Status _PyMPK_Enter(_PyMPK_Handle h);
 /* Exit gate: back to key 0 only. */
 _PyMPK_Status _PyMPK_Exit(_PyMPK_Handle h);
+/* The sealed gates.  A thread that runs function code is *sealed*: while
+ * sealed, _PyMPK_Create, _PyMPK_Enter, _PyMPK_Exit and _PyMPK_Destroy return
+ * _PyMPK_ERR_SEALED, so code running in the domain cannot leave it or enter
+ * another.  Only _PyMPK_ExitSealed lifts the seal, and the Python binding
+ * calls it from the one C frame that called _PyMPK_EnterSealed
+ * (Domain.run_sealed): no Python code can unseal.  A thread created while
+ * sealed (pthread_create, mpk_thread.c) starts sealed for its whole life. */
+_PyMPK_Status _PyMPK_EnterSealed(_PyMPK_Handle h);
+_PyMPK_Status _PyMPK_ExitSealed(_PyMPK_Handle h);
+/* Slot of the domain the calling thread is sealed in, or -1 if not sealed. */
+int _PyMPK_SealedSlot(void);
+/* Seal the calling thread for the rest of its life (a thread born sealed). */
+void _PyMPK_SealForLife(int slot);
 /* Zero the slot, retag it key 0 + PROT_NONE, free the key -- in that order.
  * Refused while any thread is inside. */
 _PyMPK_Status _PyMPK_Destroy(_PyMPK_Handle h);

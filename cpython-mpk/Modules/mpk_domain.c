@@ -126,6 +126,11 @@ static _Thread_local int tls_slot SIGNAL_SAFE_TLS = -1;
 static _Thread_local uint32_t tls_generation SIGNAL_SAFE_TLS;
 /* The PKRU this thread's last gate wrote: what the signal path restores. */
 static _Thread_local uint32_t tls_pkru SIGNAL_SAFE_TLS = _PyMPK_PKRU_SHARED;
+/* The slot of the domain whose function code this thread runs, sealed (-1:
+ * not sealed).  Set by _PyMPK_EnterSealed, cleared only by _PyMPK_ExitSealed;
+ * a thread born sealed (mpk_thread.c) keeps it for life. */
+static _Thread_local int tls_sealed_slot SIGNAL_SAFE_TLS = -1;
+static _Thread_local int tls_sealed_for_life;
 
 static _Thread_local char tls_error[320];
 static _Thread_local int tls_errno;
@@ -379,6 +384,9 @@ _PyMPK_Create(_PyMPK_Handle *out)
     int key = -1;
 
     _PyMPK_Init();
+    if (tls_sealed_slot >= 0) {
+        return refuse(_PyMPK_ERR_SEALED);
+    }
     pthread_mutex_lock(&table_lock);
     if (live >= _PyMPK_MAX_DOMAINS) {
         set_error(0, "%d protection domains are live, one per address slot: "
@@ -493,6 +501,9 @@ _PyMPK_Destroy(_PyMPK_Handle h)
     slot_t *s;
     uint64_t w;
 
+    if (tls_sealed_slot >= 0) {
+        return refuse(_PyMPK_ERR_SEALED);
+    }
     if (!valid_slot(h.slot)) {
         return refuse(_PyMPK_ERR_STALE);
     }
@@ -683,6 +694,9 @@ _PyMPK_Enter(_PyMPK_Handle h)
     slot_t *s;
     uint64_t w;
 
+    if (tls_sealed_slot >= 0) {
+        return refuse(_PyMPK_ERR_SEALED);
+    }
     if (!valid_slot(h.slot)) {
         return refuse(_PyMPK_ERR_STALE);
     }
@@ -732,6 +746,9 @@ _PyMPK_Exit(_PyMPK_Handle h)
 {
     slot_t *s;
 
+    if (tls_sealed_slot >= 0) {
+        return refuse(_PyMPK_ERR_SEALED);
+    }
     if (!valid_slot(h.slot) || tls_slot != h.slot
         || tls_generation != h.generation)
     {
@@ -753,6 +770,51 @@ _PyMPK_Exit(_PyMPK_Handle h)
     /* Last: once the count drops, destroy may run and recycle the key. */
     atomic_fetch_sub_explicit(&s->word, 1, memory_order_release);
     return _PyMPK_OK;
+}
+
+/* The seal is what keeps function code in its domain: it can neither leave
+ * (exit) nor switch (enter another) through the gates, nor create, destroy or
+ * restore.  Entering and sealing happen in one call, unsealing and leaving in
+ * another, so no instant exists where the thread is inside and unsealed. */
+_PyMPK_Status
+_PyMPK_EnterSealed(_PyMPK_Handle h)
+{
+    _PyMPK_Status status = _PyMPK_Enter(h);   /* refused if already sealed */
+    if (status == _PyMPK_OK) {
+        tls_sealed_slot = h.slot;
+    }
+    return status;
+}
+
+_PyMPK_Status
+_PyMPK_ExitSealed(_PyMPK_Handle h)
+{
+    _PyMPK_Status status;
+
+    if (tls_sealed_for_life || tls_sealed_slot != h.slot || tls_slot != h.slot
+        || tls_generation != h.generation)
+    {
+        return refuse(_PyMPK_ERR_NOT_ENTERED);
+    }
+    tls_sealed_slot = -1;
+    status = _PyMPK_Exit(h);
+    if (status != _PyMPK_OK) {
+        tls_sealed_slot = h.slot;   /* still inside: stay sealed */
+    }
+    return status;
+}
+
+int
+_PyMPK_SealedSlot(void)
+{
+    return tls_sealed_slot;
+}
+
+void
+_PyMPK_SealForLife(int slot)
+{
+    tls_sealed_slot = slot < 0 ? _PyMPK_SLOT_COUNT : slot;
+    tls_sealed_for_life = 1;
 }
 
 uint32_t

@@ -104,6 +104,82 @@ _PyMPK_CopyContainers(PyObject *value)
     return copy;
 }
 
+static int
+in_range(const void *p, uintptr_t base, size_t size)
+{
+    return (uintptr_t)p - base < size;
+}
+
+/* Inside the domain, before the sealed exit gate: what leaves must be shared.
+ * A private result is dropped here (where it may be read) and refused; a
+ * private exception is replaced by a shared one carrying its text (the same
+ * built-in type when it takes one argument, else error_type); and any
+ * exception leaves without traceback, context or cause, which were made
+ * inside.  Only the top-level object is checked: the caller promotes by
+ * value (private_heaps.py) and a private object nested in a shared one still
+ * faults whoever reads it outside. */
+PyObject *
+_PyMPK_SealedResult(PyObject *result, uintptr_t base, size_t size,
+                    PyObject *error_type)
+{
+    struct _PyMPK_Heap *heap = _PyMPK_ThreadHeap;
+    PyObject *exc;
+
+    if (result != NULL && !in_range(result, base, size)) {
+        return result;
+    }
+    _PyMPK_ThreadHeap = NULL;   /* what is made from here on is shared */
+    if (result != NULL) {
+        PyErr_Format(error_type, "a sealed call returned a private %.100s "
+                     "object: only shared objects leave a domain (build the "
+                     "result with call_shared)", Py_TYPE(result)->tp_name);
+        exc = PyErr_GetRaisedException();
+        _PyMPK_ThreadHeap = heap;   /* its finalizers run as the function's */
+        Py_DECREF(result);
+        _PyMPK_ThreadHeap = NULL;
+    }
+    else {
+        exc = PyErr_GetRaisedException();
+    }
+    if (exc != NULL && in_range(exc, base, size)) {
+        PyTypeObject *type = Py_TYPE(exc);
+        PyObject *text = PyObject_Str(exc);
+        PyObject *copy = NULL;
+        if (text == NULL) {
+            PyErr_Clear();
+            text = PyUnicode_FromString("");
+        }
+        if (text != NULL && !in_range(type, base, size)
+            && !(type->tp_flags & Py_TPFLAGS_HEAPTYPE))
+        {
+            copy = PyObject_CallOneArg((PyObject *)type, text);
+        }
+        else if (text != NULL) {
+            PyObject *message = PyUnicode_FromFormat("%.100s: %U", type->tp_name,
+                                                     text);
+            if (message != NULL) {
+                copy = PyObject_CallOneArg(error_type, message);
+                Py_DECREF(message);
+            }
+        }
+        Py_XDECREF(text);
+        if (copy == NULL) {
+            copy = PyErr_GetRaisedException();   /* made shared, too */
+        }
+        _PyMPK_ThreadHeap = heap;
+        Py_SETREF(exc, copy);
+        _PyMPK_ThreadHeap = NULL;
+    }
+    if (exc != NULL) {
+        PyException_SetTraceback(exc, Py_None);
+        PyException_SetContext(exc, NULL);
+        PyException_SetCause(exc, NULL);
+    }
+    _PyMPK_ThreadHeap = heap;
+    PyErr_SetRaisedException(exc);
+    return NULL;
+}
+
 typedef struct {
     uintptr_t base;
     uintptr_t size;
@@ -338,6 +414,17 @@ _PyMPK_SharedReferrers(uintptr_t base, size_t size)
     (void)base;
     (void)size;
     return refuse();
+}
+
+/* No private heaps here: nothing a call returns is private. */
+PyObject *
+_PyMPK_SealedResult(PyObject *result, uintptr_t base, size_t size,
+                    PyObject *error_type)
+{
+    (void)base;
+    (void)size;
+    (void)error_type;
+    return result;
 }
 
 PyObject *

@@ -12,6 +12,13 @@
 PyObject *_PyMPK_CallShared(PyObject *callable, PyObject *const *args,
                             Py_ssize_t nargs);
 
+/* Inside a domain whose slot is [base, base + size), before the sealed exit
+ * gate: `result` if it is shared; else NULL with a shared exception set
+ * (error_type for a private result or a private exception of a type that
+ * is not built-in), stripped of traceback, context and cause. */
+PyObject *_PyMPK_SealedResult(PyObject *result, uintptr_t base, size_t size,
+                              PyObject *error_type);
+
 /* A new list of the shared GC-tracked objects that hold a pointer into
  * [base, base + size), or NULL with an exception set. */
 PyObject *_PyMPK_SharedReferrers(uintptr_t base, size_t size);

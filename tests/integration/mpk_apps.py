@@ -146,8 +146,59 @@ FUNCTIONS = {
             SEEN.append(event)
             return len(SEEN)
         """,
-    # Reads memory at an address it was handed: another function's object.
+    # Keeps a class in its heap (made at import): shared classes' subclass tables name it.
+    "Keeper": """
+
+        class KeeperSecret:
+            value = "keeper-" + "secret"
+
+        def handler(event, context):
+            return {"class_in_my_slot": slot_of(KeeperSecret) == my_slot()}
+        """,
+    # Reads another function's object in pure Python: object.__subclasses__() reaches
+    # Keeper's class (the documented hazard of shared subclass tables).
     "Peek": """
+
+        def handler(event, context):
+            found = [c for c in object.__subclasses__() if c.__name__ == "KeeperSecret"]
+            return {"value": found[0].value if found else None}
+        """,
+    # Tries, from inside its sealed domain, what the hardening and the seal refuse.
+    "Breakout": """
+        import threading
+
+
+        def attempt(action):
+            try:
+                action()
+            except Exception as exc:
+                return type(exc).__name__ + ": " + str(exc)
+            return "done"
+
+
+        def from_a_thread(action):
+            outcome = []
+            thread = threading.Thread(target=lambda: outcome.append(attempt(action)))
+            thread.start()
+            thread.join()
+            return outcome[0]
+
+
+        def handler(event, context):
+            status = open("/proc/self/status").read()
+            return {
+                "sealed_to_my_slot": _faastlane.sealed() == my_slot(),
+                "seccomp": "Seccomp:\t2" in status,
+                "exit": attempt(lambda: _faastlane.current_domain().exit()),
+                "live_domains": attempt(_faastlane.live_domains),
+                "thread_live_domains": from_a_thread(_faastlane.live_domains),
+                "proc_self_mem": attempt(lambda: open("/proc/self/mem", "rb")),
+                "ctypes": attempt(lambda: __import__("ctypes").c_int(1)),
+                "thread_ctypes": from_a_thread(lambda: __import__("ctypes").c_int(1)),
+            }
+        """,
+    # Reads memory at an address it was handed, with ctypes: refused by the hardening.
+    "CtypesPeek": """
         import ctypes
 
         def handler(event, context):
@@ -189,6 +240,13 @@ FIFTY = {"StartAt": "Each", "States": {"Each": {
     "Type": "Map", "ItemsPath": "$.items", "MaxConcurrency": 1, "End": True,
     "ItemProcessor": {"StartAt": "Count", "States": {"Count": task("Count")}}}}}
 
-# Model leaks its object's address in its result; Peek reads it from its own domain.
-PEEK = chain(("Model", task("Model", ResultPath="$.model")),
-             ("Peek", task("Peek", Parameters={"address.$": "$.model.model_address"})))
+# Peek reaches Keeper's class from its own domain: natively it reads it, under keys the
+# read faults and stops the workflow naming both.
+PEEK = chain(("Keeper", task("Keeper", ResultPath="$.keeper")),
+             ("Peek", task("Peek", ResultPath="$.peek")))
+BREAKOUT = chain(("Breakout", task("Breakout")))
+# Model leaks its object's address in its result; CtypesPeek tries to read it with
+# ctypes: the hardening refuses ctypes to function code, with or without keys.
+CTYPES_PEEK = chain(("Model", task("Model", ResultPath="$.model")),
+                    ("Peek", task("CtypesPeek",
+                                  Parameters={"address.$": "$.model.model_address"})))

@@ -18,7 +18,7 @@ import pytest
 
 from .apps import ROOT
 from .examples import EXAMPLES
-from .mpk_apps import ESCAPE, FAIL_THEN_CLEAN, PEEK, WARM, write_mpk_app
+from .mpk_apps import BREAKOUT, CTYPES_PEEK, ESCAPE, FAIL_THEN_CLEAN, PEEK, WARM, write_mpk_app
 
 HARNESS = ROOT / "tests" / "mpk" / "qemu" / "run-in-qemu.sh"
 DRIVER = Path(__file__).with_name("mpk_qemu_driver.py")
@@ -87,6 +87,8 @@ def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]
     cases = [
         {"name": "peek", "argv": _run(app("peek", PEEK))},
         {"name": "peek-none", "argv": _run(app("peek", PEEK, "none"))},
+        {"name": "ctypes-peek", "argv": _run(app("ctypes-peek", CTYPES_PEEK))},
+        {"name": "breakout", "argv": _run(app("breakout", BREAKOUT))},
         {"name": "warm", "argv": _run(app("warm", WARM),
                                       "--input", json.dumps({"text": "ab ab cd ef"}))},
         {"name": "escape", "argv": _run(app("escape", ESCAPE))},
@@ -123,9 +125,28 @@ def test_reading_another_functions_heap_stops_the_workflow_naming_both(
         guest: dict[str, dict[str, Any]]) -> None:
     out = _output(guest, "peek", code=1)
     assert out["Error"] == "Faastlane.IsolationViolation"
-    assert "function 'Peek' touched the private heap of function 'Model'" in out["Cause"]
+    assert "function 'Peek' touched the private heap of function 'Keeper'" in out["Cause"]
     # Control: without isolation the same read succeeds (so the test can fail).
-    assert len(_output(guest, "peek-none")["bytes"]) == 16
+    assert _output(guest, "peek-none")["peek"] == {"value": "keeper-secret"}
+
+
+def test_ctypes_is_refused_to_function_code_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    """The hardening, on in mpk mode, refuses ctypes before any read is attempted."""
+    out = _output(guest, "ctypes-peek", code=1)
+    assert out["Error"] == "IsolationViolation", out
+    assert json.loads(out["Cause"])["errorMessage"].startswith(
+        "function 'CtypesPeek': ctypes (ctypes.")
+
+
+def test_function_code_runs_sealed_and_hardened_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    out = _output(guest, "breakout")
+    assert out["sealed_to_my_slot"] and out["seccomp"], out
+    for key in ("exit", "live_domains", "thread_live_domains"):
+        assert out[key].startswith("SealedError: cannot "), out
+    for key in ("proc_self_mem", "ctypes", "thread_ctypes"):
+        assert out[key].startswith("IsolationViolation: function 'Breakout': "), out
 
 
 def test_warm_state_promotion_and_libraries_under_keys(

@@ -9,13 +9,20 @@ start in a process where ctypes is loaded, and the runner itself uses ctypes.
 The victim ("victim", domain A with a private heap) keeps a secret bytes object made
 at run time; the thief ("thief", domain B) knows A's key and the object's address
 (keys are 1..15, addresses come from ``id``), tries one attack, then reads the object.
-Each attack runs in up to three modes:
+Each attack runs in up to four modes:
 
-- ``control``: no hardening -- the attack must work, or the probe proves nothing;
-- ``hardened``: ``hardening.activate()`` as the Orchestrator calls it in ``mpk`` mode;
+- ``control``: no hardening, the thief entered with ``enter()`` -- the attack must
+  work, or the probe proves nothing;
+- ``hardened``: ``hardening.activate()`` (ctypes refused everywhere), the thief run
+  sealed (``Domain.run_sealed``);
+- ``libraries``: as the Orchestrator runs ``mpk`` mode: ctypes imported outside
+  functions first (as scipy does), ``activate(libraries_ffi=True)``, the thief sealed
+  -- ctypes is there, but every use of it by function code is refused;
 - ``native``: ctypes loaded and libc entry points resolved *before*
   ``activate(refuse_ffi=False)``, as native code shipped with a function holds them:
-  the audit hook sees nothing of it, so only seccomp (and MPK) stand in the way.
+  the audit hook sees nothing of it, so only seccomp (and MPK) stand in the way.  The
+  thief is not sealed: native code can clear the seal's thread-local word as it can
+  write tls_pkru.
 
 The scenario notes what happened (``refused``, ``errno``, ``stolen``); if nothing was
 stolen it reads the object directly, which must die of SEGV_PKUERR on A's key.  The
@@ -25,6 +32,7 @@ an attack imports ctypes itself.
 
 from __future__ import annotations
 
+import _thread
 import json
 import os
 import struct
@@ -41,13 +49,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "composer"))
 from faastlane.runtime import hardening, seccomp_filter  # noqa: E402
 
 Note = Callable[[str, Any], None]
-MODES = ("control", "hardened", "native")
+MODES = ("control", "hardened", "native", "libraries")
+SEALED_MODES = ("hardened", "libraries")  # the thief runs as the Orchestrator runs it
 SYS_PKEY_MPROTECT = 329
 PROT_READ_WRITE = 3
 SPAN = 8192  # the pages around the secret object
 READ_SIZE = 96  # object header + the secret's bytes
 ALL_KEYS_OPEN = 0  # the PKRU value a thief wants: every key read/write
+BYTES_DATA = 32  # offset of a bytes object's data (PyBytesObject.ob_sval) on x86-64
 NATIVE: dict[str, Any] = {}  # native mode: what a function's native code would hold
+LIBRARY: list[Any] = []  # libraries mode: the ctypes a library imported (and keeps)
+# The born thread of domain_api_thread: made here, at import, so shared.
+BORN: dict[str, Any] = {"done": _thread.allocate_lock(), "refused": None, "sealed": None}
 
 
 def _tls_offset(symbol: str) -> int:
@@ -168,21 +181,22 @@ def scene(note: Note, mode: str) -> Scene:
     in_thread(lambda: _run_as(a, "victim", victim))
     address = int.from_bytes(where, "little")
     for key, value in (("a_key", a.key), ("b_key", b.key), ("a_slot", a.slot),
-                       ("a_address", address)):
+                       ("b_slot", b.slot), ("a_address", address)):
         note(key, value)
     return Scene(mode, a, b, loot, address)
 
 
 def steal(note: Note, s: Scene, attack: Callable[[Scene], bytes | None]) -> None:
     """The thief: inside B, as function 'thief', try ``attack``; report what it got,
-    or read the object itself (which faults unless the attack changed PKRU)."""
+    or read the object itself (which faults unless the attack changed PKRU).  In the
+    sealed modes it runs as the Orchestrator runs function code: ``run_sealed``."""
 
-    def thief() -> None:
-        with s.b, hardening.function_scope("thief"):
+    def body() -> None:
+        with hardening.function_scope("thief"):
             stolen = None
             try:
                 stolen = attack(s)
-            except hardening.IsolationViolation as exc:
+            except (hardening.IsolationViolation, _faastlane.SealedError) as exc:
                 note("refused", str(exc))
             except OSError as exc:
                 note("errno", exc.errno)
@@ -194,6 +208,13 @@ def steal(note: Note, s: Scene, attack: Callable[[Scene], bytes | None]) -> None
             assert isinstance(data, bytes)
             note("stolen", data.decode("latin-1"))
             del data  # before the exit gate: dropping it touches A's object
+
+    def thief() -> None:
+        if s.mode in SEALED_MODES:
+            s.b.run_sealed(body)
+        else:
+            with s.b:
+                body()
 
     in_thread(thief)
 
@@ -294,6 +315,19 @@ def via_gate_call(s: Scene) -> bytes | None:
     return None
 
 
+def via_gate_call_int(s: Scene) -> bytes | None:
+    """The gate called through a prototype made from an integer address, its pointer
+    argument an integer (the data of a bytes object of zeros): no ctypes object
+    touches memory, so stock CPython raises no audit event at all; patch 0009 makes
+    the call raise ``ctypes.call_function``."""
+    ctypes = s.ctypes()
+    gate_address = seccomp_filter.interpreter_code_addresses(_faastlane.gate_code())[0]
+    zeros = bytes(8)  # ALL_KEYS_OPEN, in the thief's own heap
+    gate = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(gate_address)
+    gate(id(zeros) + BYTES_DATA)
+    return None
+
+
 def via_domain_api(s: Scene) -> bytes | None:
     """No native code at all: leave its own domain and enter the victim's through
     the runtime's Python API, copy the secret into a shared buffer, come back."""
@@ -313,6 +347,40 @@ def via_domain_api(s: Scene) -> bytes | None:
     return bytes(s.out).rstrip(b"\0")
 
 
+def _born_thief(key: int, loot: list[object], out: bytearray) -> None:
+    """A thread started by the thief: not inside any domain, holding B's PKRU (the
+    kernel copies it). Unsealed it enters A; born sealed, the API is refused to it.
+    Module-level and fed shared objects: after its gates it holds no key but 0."""
+    try:
+        BORN["sealed"] = _faastlane.sealed()
+        victim = next(d for d in _faastlane.live_domains() if d.key == key)
+        victim.enter()
+        try:
+            data = loot[0]
+            assert isinstance(data, bytes)
+            out[:len(data)] = data
+            del data  # inside A
+        finally:
+            victim.exit()
+    except _faastlane.SealedError as exc:
+        BORN["refused"] = str(exc)
+    finally:
+        BORN["done"].release()
+
+
+def via_domain_api_thread(s: Scene) -> bytes | None:
+    """The domain API from a thread the function starts: threads started while
+    sealed are sealed for life (mpk_thread.c), so this is refused too."""
+    BORN["done"].acquire()
+    _thread.start_new_thread(_born_thief, (s.a.key, s.loot, s.out))
+    BORN["done"].acquire()  # released by the born thread
+    BORN["done"].release()
+    if BORN["refused"] is not None:
+        raise _faastlane.SealedError(f"born sealed in slot {BORN['sealed']}: "
+                                     f"{BORN['refused']}")
+    return bytes(s.out).rstrip(b"\0")
+
+
 ATTACKS: dict[str, Callable[[Scene], bytes | None]] = {
     "pkey_set": via_pkey_set,
     "pkey_mprotect": via_pkey_mprotect,
@@ -322,8 +390,11 @@ ATTACKS: dict[str, Callable[[Scene], bytes | None]] = {
     "process_vm_readv": via_process_vm_readv,
     "gate_word": via_gate_word,
     "gate_call": via_gate_call,
+    "gate_call_int": via_gate_call_int,
     "domain_api": via_domain_api,
+    "domain_api_thread": via_domain_api_thread,
 }
+NO_NATIVE_MODE = ("domain_api", "domain_api_thread")  # pure Python: nothing native
 
 
 def attack_scenario(note: Note, attack: str, mode: str) -> Scene:
@@ -331,8 +402,11 @@ def attack_scenario(note: Note, attack: str, mode: str) -> Scene:
     drop the victim's object from the Orchestrator's thread (a fault on A's key)."""
     if mode == "native":
         _resolve_native()
+    if mode == "libraries":
+        LIBRARY.append(_ctypes())  # a library imported it, outside every function
     if mode != "control":
-        activation = hardening.activate(refuse_ffi=mode == "hardened")
+        activation = hardening.activate(refuse_ffi=mode != "native",
+                                        libraries_ffi=mode == "libraries")
         note("key_syscall_site", activation.key_syscall_site)
         note("ffi_loaded", "_ctypes" in sys.modules)
     kept = scene(note, mode)
@@ -369,8 +443,8 @@ def runtime_scenario(note: Note) -> None:
 
 
 RUNTIME_PROBE = "hardened_runtime_still_creates_grows_and_destroys_domains"
-PROBES = [RUNTIME_PROBE, *(f"attack_{attack}_{mode}" for attack in ATTACKS
-                           for mode in MODES if mode != "native" or attack != "domain_api")]
+PROBES = [RUNTIME_PROBE, *(f"attack_{attack}_{mode}" for attack in ATTACKS for mode in MODES
+                           if mode != "native" or attack not in NO_NATIVE_MODE)]
 
 
 def run_scenario(name: str, fd: int) -> None:

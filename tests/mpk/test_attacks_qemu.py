@@ -1,12 +1,15 @@
 """Attacks around protection keys, under real key semantics (QEMU), with and without
 the ``mpk`` hardening: the attack probe table in ONE boot (attack_probes.py).
 
-For each attack: the control proves it works on an unhardened runtime (so these tests
-can fail); with ``hardening.activate()`` it is refused naming the function, the secret
-never appears in what the probe reports, and the thief's direct read still dies of
-SEGV_PKUERR on the victim's key.  The ``native`` mode (ctypes loaded before
-activation: the audit hook blind, as it is to native code) pins what the seccomp
-filter alone stops -- and, stated in docs/security.md, what nothing stops.
+For each attack: the control proves it works on an unhardened, unsealed runtime (so
+these tests can fail); with ``hardening.activate()`` and the thief run sealed it is
+refused naming the function, the secret never appears in what the probe reports, and
+the thief's direct read still dies of SEGV_PKUERR on the victim's key -- both with
+ctypes refused everywhere (``hardened``) and as the Orchestrator runs ``mpk`` mode,
+ctypes loaded by a library outside functions (``libraries``).  The ``native`` mode
+(ctypes loaded before activation: the audit hook blind, as it is to native code) pins
+what the seccomp filter alone stops -- and, stated in docs/security.md, what nothing
+stops.
 """
 
 from __future__ import annotations
@@ -21,13 +24,17 @@ ATTACK_PROBES = HERE / "attack_probes.py"
 TOKEN = str(4242 * 1000 + 17)  # the digits of the victim's secret
 EPERM = 1
 CTYPES_ATTACKS = ["pkey_set", "pkey_mprotect", "syscall_pkey_mprotect", "key_stub",
-                  "process_vm_readv", "gate_word", "gate_call"]
+                  "process_vm_readv", "gate_word", "gate_call", "gate_call_int"]
 NATIVE_ATTACKS = [*CTYPES_ATTACKS, "proc_self_mem"]
-ATTACKS = [*NATIVE_ATTACKS, "domain_api"]
+DOMAIN_API_ATTACKS = ["domain_api", "domain_api_thread"]
+ATTACKS = [*NATIVE_ATTACKS, *DOMAIN_API_ATTACKS]
 IMPORT_REFUSED = "function 'thief': importing ctypes (it calls any native address)"
+CTYPES_REFUSED = "function 'thief': ctypes (ctypes."
+MEM_REFUSED = "function 'thief': opening /proc/self/mem refused (mpk isolation)"
+SEALED_REFUSED = "runs sealed function code (domain slot "
 STOPPED_BY_SECCOMP = ["pkey_mprotect", "syscall_pkey_mprotect", "process_vm_readv"]
 NOT_STOPPED_FOR_NATIVE_CODE = ["pkey_set", "key_stub", "proc_self_mem", "gate_word",
-                               "gate_call"]
+                               "gate_call", "gate_call_int"]
 
 
 @pytest.fixture(scope="module")
@@ -75,12 +82,43 @@ def test_proc_self_mem_is_refused_naming_the_function_when_hardened(
     assert_isolation_held(r)
 
 
-@pytest.mark.xfail(strict=True, reason="not stopped yet: function code can exit its own "
-                   "domain and enter another's through _faastlane's Python API; needs "
-                   "the C-level fix described in docs/security.md")
-def test_domain_api_attack_is_refused_when_hardened(qemu_attacks: ProbeRun) -> None:
-    r = qemu_attacks["attack_domain_api_hardened"]
-    assert "refused" in r.notes, r.describe()
+@pytest.mark.parametrize("mode", ["hardened", "libraries"])
+def test_domain_api_attack_is_refused_when_hardened(qemu_attacks: ProbeRun,
+                                                    mode: str) -> None:
+    """Sealed, the thief can neither exit its own domain nor enter the victim's."""
+    r = qemu_attacks[f"attack_domain_api_{mode}"]
+    assert r.notes.get("refused", "").startswith("cannot exit: this thread " + SEALED_REFUSED
+                                                 + str(r.notes["b_slot"])), r.describe()
+    assert_isolation_held(r)
+
+
+@pytest.mark.parametrize("mode", ["hardened", "libraries"])
+def test_a_thread_started_by_sealed_code_is_born_sealed(qemu_attacks: ProbeRun,
+                                                        mode: str) -> None:
+    """The thread holds the thief's PKRU from the kernel but is in no domain: unsealed
+    (the control) it enters the victim's domain; born sealed it cannot even list it."""
+    r = qemu_attacks[f"attack_domain_api_thread_{mode}"]
+    slot = r.notes["b_slot"]
+    assert r.notes.get("refused", "").startswith(
+        f"born sealed in slot {slot}: cannot list the live domains: this thread "
+        f"{SEALED_REFUSED}{slot}"), r.describe()
+    assert_isolation_held(r)
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_every_attack_is_refused_as_the_orchestrator_runs_functions(
+    qemu_attacks: ProbeRun, attack: str
+) -> None:
+    """``mpk`` mode's policy: ctypes is loaded (a library imported it outside every
+    function), but function code can use none of it -- including the calls stock
+    CPython does not audit (``gate_call_int``: patch 0009)."""
+    r = qemu_attacks[f"attack_{attack}_libraries"]
+    refused = r.notes.get("refused", "")
+    expected = {"proc_self_mem": MEM_REFUSED}.get(
+        attack, SEALED_REFUSED if attack in DOMAIN_API_ATTACKS else CTYPES_REFUSED)
+    assert expected in refused, r.describe()
+    if attack in CTYPES_ATTACKS:
+        assert refused.startswith(CTYPES_REFUSED) and r.notes["ffi_loaded"] is True
     assert_isolation_held(r)
 
 

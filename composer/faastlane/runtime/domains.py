@@ -19,11 +19,13 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any, TypeVar
 
+T = TypeVar("T")
 MODE_VARIABLE = "FAASTLANE_MPK"
 MODES = ("auto", "on", "off")
 
@@ -198,6 +200,14 @@ class ProtectionDomain:
             yield self
         finally:
             self._domain.exit()
+
+    def run_sealed(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` inside the domain with this thread *sealed*: nothing it
+        runs can leave the domain or enter another through the gates (MODULE.md, "The
+        seal"); threads it starts are sealed for life. What it returns must be shared;
+        an exception leaves without traceback or context."""
+        result: T = self._domain.run_sealed(function, *args)
+        return result
 
     def threads_inside(self) -> int:
         """How many threads are between this domain's gates now."""

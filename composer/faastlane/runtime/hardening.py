@@ -1,10 +1,11 @@
 """Run-time hardening of ``mpk`` isolation: what function code may not do in-process.
 
-The Orchestrator calls :func:`activate` once, in ``mpk`` mode, before any function code
-runs (function modules' bodies included), and wraps every function call in
-:func:`function_scope`. Protection keys stop loads and stores; this covers what goes
-around them, with ``sys.addaudithook`` (CPython raises an audit event before each of
-these actions, and a hook that raises stops it):
+The Orchestrator calls :func:`activate` (``libraries_ffi=True``) once, in ``mpk`` mode,
+before any function code runs (function modules' bodies included), and wraps every
+function call in :func:`function_scope`, inside ``Domain.run_sealed``. Protection keys
+stop loads and stores; this covers what goes around them, with ``sys.addaudithook``
+(CPython raises an audit event before each of these actions, and a hook that raises
+stops it):
 
 - **native code loaded after start-up** -- ``ctypes.CDLL`` (event ``ctypes.dlopen``) and
   extension modules (event ``import`` with the file about to be ``dlopen``-ed) -- is
@@ -19,18 +20,25 @@ these actions, and a hook that raises stops it):
   :func:`activate` checks that none is loaded: once ``_ctypes`` is in the process,
   ``CFUNCTYPE(...)(address)()`` calls any address *without any audit event*
   (``object.__subclasses__()`` finds its types even if no module refers to them);
+- with ``libraries_ffi`` (the Orchestrator's policy in ``mpk`` mode): libraries
+  imported outside functions may load ctypes (scipy imports it unconditionally), but
+  function code may neither import an FFI module nor use ctypes at all: every
+  ``ctypes.*`` audit event raised inside a function is refused -- and cpython-mpk's
+  patch 0009 makes every foreign call (``ctypes.call_function``) and every memory
+  access through a ctypes object (``ctypes.cdata/access``) raise one;
 - inside a function, when ctypes is allowed (``refuse_ffi=False``, trusted code):
   lookups of the libc wrappers that write PKRU or read memory past it (``pkey_set``,
-  ``syscall``, ...), and with ``refuse_ctypes`` every load, lookup and raw memory
-  access that raises an audit event.
+  ``syscall``, ...).
 
 Then :mod:`seccomp_filter` refuses the system calls that see through keys
 (``process_vm_readv``, ``ptrace``, ...) and lets the key calls (``pkey_alloc``,
 ``pkey_free``, ``pkey_mprotect``) through only from the runtime's own ``syscall``
 instruction.
 
-A thread runs "function code" while it is inside :func:`function_scope` or inside a
-protection domain (the C module's per-thread state, which Python code cannot rewrite).
+A thread runs "function code" while it is inside :func:`function_scope`, inside a
+protection domain, or sealed (``Domain.run_sealed``, or a thread started from sealed
+code): the last two are the C module's per-thread state, which Python code cannot
+rewrite.
 Each refusal is an :class:`IsolationViolation` naming the function (or the
 Orchestrator). The hook keeps its policy in a closure, not in module globals, and a
 policy once installed cannot be replaced: function code could otherwise loosen it.
@@ -61,10 +69,6 @@ _MEMORY_FILES = re.compile(r"^/(proc/(\d+|self|thread-self)(/task/\d+)?/mem|dev/
 REFUSED_SYMBOLS = frozenset({"pkey_set", "pkey_get", "pkey_mprotect", "pkey_alloc",
                              "pkey_free", "process_vm_readv", "process_vm_writev",
                              "ptrace", "syscall"})
-# ctypes events that execute native code or touch raw memory.
-_CTYPES_RAW = frozenset({"ctypes.call_function", "ctypes.cdata", "ctypes.string_at",
-                         "ctypes.wstring_at", "ctypes.cdata/buffer", "ctypes.addressof",
-                         "ctypes.dlopen"})
 # Extension modules (and ctypes' package) through which Python code calls any native
 # address or reads any memory: ctypes, cffi, CPython's test and example modules.
 FFI_MODULES = frozenset({
@@ -101,8 +105,9 @@ class Policy:
     gate: bytes | None  # the runtime's gate (``_faastlane.gate_code()``)
     # Real paths the action's inspection waived -> the SHA-256 reviewed (None: any).
     waived: Mapping[str, str | None] = field(default_factory=dict)
-    refuse_ctypes: bool = False  # any ctypes call/raw access inside a function
+    refuse_ctypes: bool = False  # every ctypes audit event inside a function
     refuse_ffi: bool = False  # importing FFI_MODULES, anywhere
+    refuse_ffi_in_functions: bool = False  # importing FFI_MODULES, inside a function
     _verdicts: dict[tuple[int, int, int, int], str | None] = field(default_factory=dict)
 
     def native_finding(self, path: str, cache: bool = True) -> str | None:
@@ -213,8 +218,9 @@ def function_scope(name: str) -> Any:
     """Context manager marking the calling thread as running function ``name``.
 
     The invoker wraps each call of a function (and the import of its module) in it,
-    inside the function's domain: ``domain.enter(); with function_scope(name): ...;
-    domain.exit()``. Scopes nest; leaving one restores the outer name.
+    inside the function's sealed domain: ``domain.run_sealed(body)`` where ``body``
+    does ``with function_scope(name): ...``. Scopes nest; leaving one restores the
+    outer name.
     """
     return _function_scope(name)
 
@@ -235,7 +241,8 @@ def _make_hook(policy: Policy) -> Callable[[str, tuple[Any, ...]], None]:
             path = _path_of(args[0]) if args else None
             if path is not None and matches(realpath(path)):
                 raise IsolationViolation(current(), f"opening {path}")
-        elif event == "import" and policy.refuse_ffi and _is_ffi(args[0] if args else None):
+        elif event == "import" and _is_ffi(args[0] if args else None) and (
+                policy.refuse_ffi or (policy.refuse_ffi_in_functions and current())):
             raise NativeCallRefused(current(), f"importing {args[0]} (it calls any "
                                                "native address)")
         elif event == "import" and len(args) > 1 and args[1]:
@@ -270,9 +277,10 @@ def _drop_ffi_modules() -> None:
 
 def _ctypes_event(policy: Policy, function: str | None, event: str,
                   args: tuple[Any, ...], cache: bool) -> None:
+    if function is not None and policy.refuse_ctypes:
+        # Any use at all: with patch 0009 every call and memory access raises one.
+        raise IsolationViolation(function, f"ctypes ({event})")
     if event == "ctypes.dlopen":
-        if function is not None and policy.refuse_ctypes:
-            raise IsolationViolation(function, "ctypes (loading native code)")
         path = _path_of(args[0]) if args else None
         if path is not None:
             resolved = _resolve_library(path)
@@ -282,10 +290,8 @@ def _ctypes_event(policy: Policy, function: str | None, event: str,
                 raise IsolationViolation(function, why)
     elif event == "ctypes.dlsym" and function is not None:
         name = args[1] if len(args) > 1 else None
-        if policy.refuse_ctypes or (isinstance(name, str) and name in REFUSED_SYMBOLS):
+        if isinstance(name, str) and name in REFUSED_SYMBOLS:
             raise IsolationViolation(function, f"ctypes lookup of {name!r}")
-    elif event in _CTYPES_RAW and function is not None and policy.refuse_ctypes:
-        raise IsolationViolation(function, f"ctypes ({event})")
 
 
 def _resolve_library(name: str) -> str | None:
@@ -322,17 +328,19 @@ def install(policy: Policy) -> None:
 
 
 def _domain_slot_reader() -> Callable[[], int | None]:
-    """The slot of the domain the calling thread is in, read from the C module's
-    thread state (None outside domains, or without ``_faastlane``)."""
+    """The slot of the domain the calling thread is in or sealed to (a thread started
+    by sealed function code), read from the C module's thread state (None outside
+    domains, or without ``_faastlane``)."""
     try:
         import _faastlane  # type: ignore[import-not-found]
     except ImportError:
         return lambda: None
-    current_domain = _faastlane.current_domain  # bound now: rebinding it later is moot
+    # Bound now: rebinding them later is moot.
+    current_domain, sealed = _faastlane.current_domain, _faastlane.sealed
 
     def slot() -> int | None:
         domain = current_domain()
-        return None if domain is None else int(domain.slot)
+        return sealed() if domain is None else int(domain.slot)
 
     return slot
 
@@ -376,6 +384,7 @@ class Activation:
     gate: bytes | None
     waived: tuple[str, ...]
     refuse_ffi: bool
+    libraries_ffi: bool  # FFI modules loadable outside functions (never inside)
     seccomp: bool
     key_syscall_site: int | None  # where the runtime's pkey calls come from
     refused_syscalls: tuple[str, ...]
@@ -385,14 +394,19 @@ _activations: list[Activation] = []
 
 
 def activate(action_dir: str | os.PathLike[str] | None = None, *,
-             refuse_ffi: bool = True, seccomp: bool = True) -> Activation:
+             refuse_ffi: bool = True, seccomp: bool = True,
+             libraries_ffi: bool = False) -> Activation:
     """Switch the ``mpk`` hardening on for this process; call once, early.
 
     ``action_dir``: the composed action (its ``inspection.json`` supplies the waived
     native files; None: nothing is waived). ``refuse_ffi``: no module that calls
     arbitrary native addresses (ctypes, cffi, CPython's test modules) may be loaded
     before or after -- leave True for untrusted functions; False keeps ctypes usable
-    and refuses only lookups of the libc wrappers that reach PKRU. ``seccomp``:
+    and refuses only lookups of the libc wrappers that reach PKRU. ``libraries_ffi``
+    (with ``refuse_ffi``; the Orchestrator's choice): code outside functions --
+    libraries imported shared, before or after -- may load ctypes, while function
+    code may neither import an FFI module nor raise any ``ctypes.*`` audit event
+    (docs/security.md says what this leaves open). ``seccomp``:
     install the system-call filter on every thread, and make the process
     non-dumpable.
 
@@ -422,7 +436,7 @@ def activate(action_dir: str | os.PathLike[str] | None = None, *,
             seccomp_filter.install(program, all_threads=True, dumpable=False)
         except OSError as exc:
             raise HardeningError(f"cannot install the seccomp filter: {exc}") from None
-    if refuse_ffi:
+    if refuse_ffi and not libraries_ffi:
         _drop_ffi_modules()
         alive = _ffi_types_alive()
         if alive:
@@ -433,8 +447,11 @@ def activate(action_dir: str | os.PathLike[str] | None = None, *,
                 "ctypes")
     gate = runtime_gate()
     waived = waivers_from_record(action_dir) if action_dir is not None else {}
-    install(Policy(gate, waived, refuse_ctypes=refuse_ffi, refuse_ffi=refuse_ffi))
-    activation = Activation(gate, tuple(sorted(waived)), refuse_ffi, seccomp, site,
+    install(Policy(gate, waived, refuse_ctypes=refuse_ffi,
+                   refuse_ffi=refuse_ffi and not libraries_ffi,
+                   refuse_ffi_in_functions=refuse_ffi))
+    activation = Activation(gate, tuple(sorted(waived)), refuse_ffi, refuse_ffi and
+                            libraries_ffi, seccomp, site,
                             seccomp_filter.REFUSED if seccomp else ())
     _activations.append(activation)
     return activation

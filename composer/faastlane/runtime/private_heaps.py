@@ -50,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import domains, fault_reports, library_caches
+from . import domains, fault_reports, hardening, library_caches
 from .errors import StatesError
 from .functions import FunctionSpec, call_entry, failure, load_module, module_name
 from .jsonvalue import detach
@@ -122,8 +122,9 @@ class DomainFunction:
         self.invocations += 1
         check = _check_due(self)
         start = time.perf_counter()
-        with self.domain.entered():
-            result, error = _run_inside(self, event, timeout_seconds, check)
+        # Sealed: the function's code cannot leave its domain or enter another.
+        result, error = self.domain.run_sealed(_run_inside, self, event, timeout_seconds,
+                                               check)
         elapsed = time.perf_counter() - start
         if check:
             self.checked_seconds, self.unchecked_seconds = elapsed, 0.0
@@ -185,6 +186,10 @@ def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None,
             fn.escaped = call_shared(_promote, escaped)
             error = call_shared(IsolationError, fn.spec.name, fn.escaped)
             result = None
+    return call_shared(_pair, result, error)  # the pair crosses the exit gate: shared
+
+
+def _pair(result: Any, error: StatesError | None) -> tuple[Any, StatesError | None]:
     return result, error
 
 
@@ -194,7 +199,8 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
     context = LambdaContext(fn.spec.name, timeout_seconds)
     entry = getattr(fn.holder[0], fn.spec.entry)
     try:
-        result = call_entry(entry, fn.spec.style, _private_copy(event), context)
+        with hardening.function_scope(fn.spec.name):
+            result = call_entry(entry, fn.spec.style, _private_copy(event), context)
         return call_shared(_promote, result)
     except StatesError:
         raise
@@ -349,12 +355,18 @@ def _describe(fn: DomainFunction, holder: Any) -> str:
 def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFunction:
     """Create the function's domain and import its module inside it; ``keep_escapes``:
     the app chose to keep (report) this function's escapes rather than fail on them."""
+    _check_runtime()
+    # Before any function's code (module bodies too) and the libraries they import:
+    # native code loaded from here on is inspected; ctypes only outside functions.
+    try:
+        hardening.activate(root, libraries_ffi=True)
+    except hardening.HardeningError as exc:
+        raise domains.IsolationUnavailableError(f"isolation mpk: {exc}") from None
     _warm_shared_state()
     _import_dependencies(root, spec)
     for warning in library_caches.share_loaded():
         sys.stderr.write(f"[faastlane] {warning}\n")
     library_caches.warm(_own_files(root, spec))
-    _check_runtime()
     _find_caches()
     fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True),
                         keep_escapes=keep_escapes)
@@ -363,8 +375,7 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
     fn.own_names = _own_names(root, spec)
     _running.own = fn.own_names
     try:
-        with fn.domain.entered():
-            error = _load_inside(root, fn, name)
+        error = fn.domain.run_sealed(_load_inside, root, fn, name)
     except BaseException:
         fn.domain.destroy()  # nothing shared refers into it yet
         raise
@@ -379,7 +390,9 @@ def _load_inside(root: str, fn: DomainFunction, name: str) -> StatesError | None
     """Import the module in the domain; record the sys.modules entries it made."""
     before = len(sys.modules)
     try:
-        fn.holder.append(load_module(root, fn.spec, name))
+        with hardening.function_scope(fn.spec.name):
+            module = load_module(root, fn.spec, name)
+        fn.holder.append(module)
         del sys.modules[name]
         if not callable(getattr(fn.holder[0], fn.spec.entry, None)):
             raise StatesError("Runtime.HandlerNotFound",
