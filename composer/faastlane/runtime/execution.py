@@ -67,10 +67,15 @@ class ExecutionTimedOut(StatesError):
         super().__init__(TIMEOUT, f"The execution timed out after {seconds:g} seconds")
 
 
+def iso_time(timestamp: float) -> str:
+    """A ``time.time()`` instant as Step Functions writes timestamps (ms, 'Z')."""
+    when = datetime.fromtimestamp(timestamp, UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
 def iso_now() -> str:
     """The current instant as Step Functions writes timestamps (ms, 'Z')."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+    return iso_time(time.time())
 
 
 class Execution:
@@ -126,11 +131,13 @@ class Execution:
 
     # ------------------------------------------------------------------ context object
 
-    def context(self, state_name: str, entered: str, retry_count: int = 0,
+    def context(self, state_name: str, entered: float, retry_count: int = 0,
                 map_item: tuple[int, Any] | None = None) -> dict[str, Any]:
-        """The ``$$`` object for a state; ``map_item`` while building a Map iteration."""
+        """The ``$$`` object for a state entered at ``entered`` (``time.time()``);
+        ``map_item`` while building a Map iteration."""
         ctx = dict(self.context_base)
-        ctx["State"] = {"EnteredTime": entered, "Name": state_name, "RetryCount": retry_count}
+        ctx["State"] = {"EnteredTime": iso_time(entered), "Name": state_name,
+                        "RetryCount": retry_count}
         if map_item is not None:
             ctx["Map"] = {"Item": {"Index": map_item[0], "Value": map_item[1]}}
         return ctx
@@ -246,18 +253,21 @@ class Execution:
 def _timed_invoke(state_name: str, loaded: Invocable, event: Any,
                   timeout_seconds: float | None, placement: str
                   ) -> tuple[Any, StatesError | None]:
-    """Invoke a function, detach its result and record its compute span."""
-    start = trace.now()
-    began = time.perf_counter()
+    """Invoke a function, detach its result and, when tracing, record its compute span."""
+    traced = trace.enabled  # read once: the span is recorded whole or not at all
+    if traced:
+        start = trace.now()
+        began = time.perf_counter()
     result, error = None, None
     try:
         result = loaded.invoke(event, timeout_seconds)
     except StatesError as exc:
         error = exc
-    compute = time.perf_counter() - began
-    trace.record(state=state_name, type="Function", function=loaded.spec.name,
-                 start=start, end=trace.now(), compute_ms=round(compute * 1000, 3),
-                 placement=placement, error=None if error is None else error.error)
+    if traced:
+        compute = time.perf_counter() - began
+        trace.record(state=state_name, type="Function", function=loaded.spec.name,
+                     start=start, end=trace.now(), compute_ms=round(compute * 1000, 3),
+                     placement=placement, error=None if error is None else error.error)
     return result, error
 
 

@@ -27,7 +27,7 @@ from .errors import (
     StatesError,
     error_matches,
 )
-from .execution import Execution, ExecutionTimedOut, iso_now
+from .execution import Execution, ExecutionTimedOut
 from .forking import Outcome
 from .jsonvalue import detach
 from .model import (
@@ -64,8 +64,18 @@ _RUNTIME_PREFIX = "An error occurred while executing the state"
 
 
 def execute(state: State, data: Any, execution: Execution) -> Transition:
-    """Run one state and record it in the trace."""
+    """Run one state and, when tracing, record it."""
+    if not trace.enabled:
+        return _run_state(state, data, execution)
     start = trace.now()
+    try:
+        return _run_state(state, data, execution)
+    finally:
+        trace.record(state=state.name, type=type(state).__name__, start=start,
+                     end=trace.now())
+
+
+def _run_state(state: State, data: Any, execution: Execution) -> Transition:
     event_id = execution.enter_state(state)
     try:
         return _EXECUTORS[type(state)](state, data, execution)
@@ -75,9 +85,6 @@ def execute(state: State, data: Any, execution: Execution) -> Transition:
             raise StatesError(RUNTIME, f"{_RUNTIME_PREFIX} '{state.name}' (entered at the "
                                        f"event id #{event_id}). {err.cause}") from None
         raise
-    finally:
-        trace.record(state=state.name, type=type(state).__name__, start=start,
-                     end=trace.now())
 
 
 # ------------------------------------------------------------------ Retry and Catch
@@ -100,7 +107,7 @@ def retry_delay(retrier: Retrier, attempt: int) -> float:
 
 
 def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Execution,
-                        attempt: Callable[[int], Any], entered: str | None = None
+                        attempt: Callable[[int], Any], entered: float | None = None
                         ) -> Transition:
     """Run ``attempt(retry_count)`` under the state's Retry and Catch rules.
 
@@ -130,7 +137,8 @@ def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Exec
             catcher = _matching_catcher(state.catch, err)
             if catcher is None:
                 raise
-            flow = DataFlow(state, data, execution, entered or iso_now(), retries)
+            flow = DataFlow(state, data, execution,
+                            time.time() if entered is None else entered, retries)
             return flow.caught(catcher, err), catcher.next
 
 
@@ -142,7 +150,7 @@ def _matching_catcher(catchers: tuple[Catcher, ...], err: StatesError) -> Catche
 
 
 def _pass(state: Pass, data: Any, execution: Execution) -> Transition:
-    flow = DataFlow(state, data, execution, iso_now())
+    flow = DataFlow(state, data, execution, time.time())
     effective = flow.effective_input()
     return flow.finish(state.result if state.has_result else effective), state.next
 
@@ -172,7 +180,7 @@ def _task_timeout(state: Task, effective_input: Any, flow: DataFlow) -> float | 
 
 
 def _task(state: Task, data: Any, execution: Execution) -> Transition:
-    entered = iso_now()
+    entered = time.time()
 
     def attempt(retry_count: int) -> Any:
         flow = DataFlow(state, data, execution, entered, retry_count)
@@ -196,7 +204,7 @@ def _task(state: Task, data: Any, execution: Execution) -> Transition:
 
 
 def _choice(state: Choice, data: Any, execution: Execution) -> Transition:
-    flow = DataFlow(state, data, execution, iso_now())
+    flow = DataFlow(state, data, execution, time.time())
     effective = flow.effective_input()
     rule, next_name = flow.choose(state.choices, state.default, effective)
     return flow.finish(effective, rule), next_name
@@ -215,7 +223,7 @@ def _parse_timestamp(value: Any, where: str) -> datetime:
 
 
 def _wait(state: Wait, data: Any, execution: Execution) -> Transition:
-    flow = DataFlow(state, data, execution, iso_now())
+    flow = DataFlow(state, data, execution, time.time())
     effective = flow.effective_input()
     if state.seconds is not None:
         seconds = float(flow.number(state.seconds, "Seconds", minimum=0))
@@ -239,7 +247,7 @@ def _wait(state: Wait, data: Any, execution: Execution) -> Transition:
 
 
 def _succeed(state: Succeed, data: Any, execution: Execution) -> Transition:
-    flow = DataFlow(state, data, execution, iso_now())
+    flow = DataFlow(state, data, execution, time.time())
     return flow.finish(flow.effective_input()), None
 
 
@@ -264,7 +272,7 @@ def _jsonata_string(flow: DataFlow, value: str | None, field: str) -> str | None
 
 
 def _fail(state: Fail, data: Any, execution: Execution) -> Transition:
-    flow = DataFlow(state, data, execution, iso_now())
+    flow = DataFlow(state, data, execution, time.time())
     error = _jsonata_string(flow, state.error, "Error")
     cause = _jsonata_string(flow, state.cause, "Cause")
     try:
@@ -278,7 +286,7 @@ def _fail(state: Fail, data: Any, execution: Execution) -> Transition:
 
 
 def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
-    entered = iso_now()
+    entered = time.time()
 
     def attempt(retry_count: int) -> Any:
         flow = DataFlow(state, data, execution, entered, retry_count)
@@ -357,7 +365,7 @@ def _tolerated(state: Map, failures: int, total: int, flow: DataFlow) -> bool:
 
 
 def _map(state: Map, data: Any, execution: Execution) -> Transition:
-    entered = iso_now()
+    entered = time.time()
     tolerant = (state.tolerated_failure_count is not None
                 or state.tolerated_failure_percentage is not None)
 
