@@ -1,0 +1,152 @@
+"""The sequential hand-off's guarantees, kept while making it cheaper: a function's event
+is its own copy, the trace is recorded exactly when asked for, and the lazily made parts
+(the ``$$`` object, the Lambda context) hold what they held when made eagerly."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from faastlane.compose import prepare
+from faastlane.runtime import trace
+from faastlane.runtime.lambda_context import LambdaContext
+from faastlane.runtime.orchestrator import SUCCEEDED, Orchestrator
+
+MUTATE = '''
+def handler(event, context):
+    event["items"].append("added by Mutate")
+    event["mutated"] = True
+    return {"seen": len(event["items"])}
+'''
+ECHO = "def handler(event, context):\n    return event\n"
+FLAKY = '''
+import copy
+
+ATTEMPTS = []
+
+def handler(event, context):
+    ATTEMPTS.append(copy.deepcopy(event))
+    event["items"].clear()
+    if len(ATTEMPTS) == 1:
+        raise RuntimeError("first attempt fails after emptying its event")
+    return {"attempts": ATTEMPTS}
+'''
+CONTEXT = '''
+def handler(event, context):
+    return {"request": context.aws_request_id, "again": context.aws_request_id,
+            "stream": context.log_stream_name, "arn": context.invoked_function_arn,
+            "memory": context.memory_limit_in_mb, "left": context.get_remaining_time_in_millis()}
+'''
+
+
+def orchestrator(tmp_path: Path, states: dict[str, Any], functions: dict[str, str]
+                 ) -> Orchestrator:
+    """An in-process Orchestrator (isolation none) for a machine of ``states``."""
+    app = tmp_path / "app"
+    (app / "functions").mkdir(parents=True)
+    (app / "workflow.json").write_text(json.dumps({"StartAt": next(iter(states)),
+                                                   "States": states}))
+    for name, source in functions.items():
+        (app / "functions" / f"{name}.py").write_text(source)
+    composed = prepare(str(app), isolation="none")
+    return Orchestrator("app", composed.workflow, composed.app.functions, str(app),
+                        composed.options)
+
+
+def task(function: str, **fields: Any) -> dict[str, Any]:
+    return {"Type": "Task", "Resource": f"arn:aws:lambda:us-east-1:123456789012:function:"
+                                        f"{function}", **fields}
+
+
+def test_a_mutated_event_changes_neither_the_state_input_nor_the_callers_input(
+        tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {
+        "Mutate": task("Mutate", ResultPath="$.result", Next="Echo"),
+        "Echo": task("Echo", End=True),
+    }, {"Mutate": MUTATE, "Echo": ECHO})
+    given = {"items": ["a"]}
+    result = run.execute(given)
+    assert result.status == SUCCEEDED
+    assert result.output == {"items": ["a"], "result": {"seen": 2}}
+    assert given == {"items": ["a"]}
+    run.close()
+
+
+def test_a_retried_task_gets_its_state_input_again_not_what_the_failed_attempt_left(
+        tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {"Flaky": task("Flaky", End=True, Retry=[
+        {"ErrorEquals": ["RuntimeError"], "IntervalSeconds": 1, "MaxAttempts": 1,
+         "BackoffRate": 1, "MaxDelaySeconds": 1, "JitterStrategy": "FULL"}])},
+        {"Flaky": FLAKY})
+    result = run.execute({"items": [1, 2]})
+    assert result.status == SUCCEEDED, result
+    assert result.output == {"attempts": [{"items": [1, 2]}, {"items": [1, 2]}]}
+    run.close()
+
+
+@pytest.fixture
+def tracing() -> Any:
+    yield trace
+    trace.enabled = False
+    trace.take()
+
+
+def test_trace_records_states_and_functions_only_when_enabled(tmp_path: Path,
+                                                              tracing: Any) -> None:
+    run = orchestrator(tmp_path, {"A": task("Echo", Next="B"), "B": task("Echo", End=True)},
+                       {"Echo": ECHO})
+    tracing.enabled = False
+    tracing.take()
+    assert run.execute({"x": 1}).status == SUCCEEDED
+    assert tracing.take() == []
+    tracing.enabled = True
+    assert run.execute({"x": 1}).status == SUCCEEDED
+    records = tracing.take()
+    assert [(r["type"], r["state"]) for r in records] == [
+        ("Function", "A"), ("Task", "A"), ("Function", "B"), ("Task", "B")]
+    for record in records:
+        assert record["start"] <= record["end"]
+    function = records[0]
+    assert function["function"] == "Echo" and function["placement"] == "thread"
+    assert function["compute_ms"] >= 0 and function["error"] is None
+    run.close()
+
+
+def test_the_context_object_is_made_when_read_with_the_time_the_state_was_entered(
+        tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {"Read": {
+        "Type": "Pass", "End": True,
+        "Parameters": {"entered.$": "$$.State.EnteredTime", "name.$": "$$.State.Name",
+                       "retries.$": "$$.State.RetryCount"}}}, {"Echo": ECHO})
+    result = run.execute({})
+    assert result.status == SUCCEEDED
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", result.output["entered"])
+    assert result.output["name"] == "Read" and result.output["retries"] == 0
+    run.close()
+
+
+def test_the_lambda_context_makes_its_attributes_on_first_read_and_keeps_them(
+        tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {"C": task("C", End=True)}, {"C": CONTEXT})
+    first, second = run.execute({}).output, run.execute({}).output
+    assert first["request"] == first["again"] != second["request"]
+    assert re.fullmatch(r"[0-9a-f-]{36}", first["request"])
+    assert re.fullmatch(r"\d{4}/\d\d/\d\d/\[\$LATEST\][0-9a-f]{32}", first["stream"])
+    assert first["arn"].endswith(":function:C") and first["memory"] == "1024"
+    assert 0 < first["left"] <= 900_000
+    run.close()
+
+
+def test_lambda_context_attributes_can_be_given_and_set() -> None:
+    context = LambdaContext("f", 3, request_id="given")
+    assert context.aws_request_id == "given"
+    context.log_stream_name = "mine"
+    assert context.log_stream_name == "mine"
+    assert context.function_version == "$LATEST" and context.client_context is None
+    assert context.identity.cognito_identity_id is None
+    with pytest.raises(AttributeError):
+        context.not_an_attribute  # noqa: B018 - the read is the test
