@@ -6,7 +6,7 @@ composer and runtime, with functions that timestamp their own entry and exit
 (``perf_counter_ns``), and the parent asks the processes for executions in turn, A, B,
 A, B, ..., so that trees are compared side by side on the same machine:
 
-    python bench/handoff_micro.py --tree /path/to/before --tree . --rounds 40
+    python bench/handoff_micro.py --tree /path/to/before --tree .
 
 Per tree it reports medians over every hand-off of every execution:
 
@@ -138,8 +138,10 @@ def _ask(process: subprocess.Popen[str], runs: int) -> dict[str, list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", action="append", help="a source tree (repeatable)")
-    parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--runs", type=int, default=50, help="executions per round")
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=5, help="executions per round")
+    parser.add_argument("--processes", type=int, default=10,
+                        help="fresh processes per tree over the rounds")
     parser.add_argument("--payload", type=int, default=1000, help="bytes in the event")
     parser.add_argument("--cpu", type=int, help="pin every process to this CPU")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -148,18 +150,28 @@ def main() -> None:
         serve(args.payload)
         return
     trees = args.tree or [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
-    processes = [_start(tree, args.payload, args.cpu) for tree in trees]
     samples: list[dict[str, list[float]]] = [{} for _ in trees]
+    # Where the scheduler puts a process's threads (one CPU or both) decides much of a
+    # hand-off's cost and lasts as long as the process: fresh processes every few rounds.
+    for block in range(args.processes):
+        rounds = range(block * args.rounds // args.processes,
+                       (block + 1) * args.rounds // args.processes)
+        _measure(trees, args, rounds, samples)
+    _report(trees, samples)
+
+
+def _measure(trees: list[str], args: argparse.Namespace, rounds: range,
+             samples: list[dict[str, list[float]]]) -> None:
+    processes = [_start(tree, args.payload, args.cpu) for tree in trees]
     try:
         _ask_all(processes, 5, [{} for _ in trees])  # warm-up, discarded
-        for round_ in range(args.rounds):
+        for round_ in rounds:
             _ask_all(processes, args.runs, samples, rotate=round_)
     finally:
         for process in processes:
             assert process.stdin is not None
             process.stdin.close()
             process.wait()
-    _report(trees, samples)
 
 
 def _ask_all(processes: list[subprocess.Popen[str]], runs: int,
