@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +151,87 @@ def test_lambda_context_attributes_can_be_given_and_set() -> None:
     assert context.identity.cognito_identity_id is None
     with pytest.raises(AttributeError):
         context.not_an_attribute  # noqa: B018 - the read is the test
+
+
+# ------------------------------------------------------------------ relays of Tasks
+
+WHERE = '''
+import threading
+
+def handler(event, context):
+    event["seen"] = event.get("seen", []) + [threading.current_thread().name]
+    return event
+'''
+FAIL = '''
+def handler(event, context):
+    raise ValueError("no")
+'''
+
+
+def test_relayed_tasks_run_each_on_their_functions_thread_and_reuse_it(
+        tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {
+        "A": task("Where", Next="B"), "B": task("Where", Next="C"),
+        "C": task("Other", End=True)}, {"Where": WHERE, "Other": WHERE})
+    for _ in range(20):
+        result = run.execute({})
+        assert result.output == {"seen": ["faastlane:Where", "faastlane:Where",
+                                          "faastlane:Other"]}
+    # the thread that finished A started B on itself: parked before it handed over
+    names = [t.name for t in threading.enumerate()]
+    assert names.count("faastlane:Where") == 1
+    run.close()
+
+
+def test_a_relay_hands_back_at_other_states_and_goes_on_after_them(tmp_path: Path,
+                                                                   tracing: Any) -> None:
+    run = orchestrator(tmp_path, {
+        "A": task("Where", Next="Mark"),
+        "Mark": {"Type": "Pass", "Result": "pass", "ResultPath": "$.mark", "Next": "Caught"},
+        "Caught": task("Where", Next="D", Catch=[{"ErrorEquals": ["States.ALL"],
+                                                  "Next": "D"}]),
+        "D": task("Where", End=True)}, {"Where": WHERE})
+    tracing.enabled = True
+    tracing.take()
+    result = run.execute({})
+    assert result.output == {"seen": ["faastlane:Where"] * 3, "mark": "pass"}
+    assert [(r["type"], r["state"]) for r in tracing.take()] == [
+        ("Function", "A"), ("Task", "A"), ("Pass", "Mark"), ("Function", "Caught"),
+        ("Task", "Caught"), ("Function", "D"), ("Task", "D")]
+    run.close()
+
+
+def test_an_error_in_a_relay_fails_the_execution_as_before(tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {"A": task("Where", Next="B"),
+                                  "B": task("Fail", Next="C"),
+                                  "C": task("Where", End=True)},
+                       {"Where": WHERE, "Fail": FAIL})
+    result = run.execute({})
+    assert (result.status, result.error) == ("FAILED", "ValueError")
+    assert json.loads(result.cause)["errorMessage"] == "no"
+    run.close()
+
+
+def test_a_runtime_error_in_a_relay_names_its_state(tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {"A": task("Where", Next="B"),
+                                  "B": task("Where", InputPath="$.missing", End=True)},
+                       {"Where": WHERE})
+    result = run.execute({})
+    assert result.error == "States.Runtime"
+    assert result.cause.startswith("An error occurred while executing the state 'B'")
+    run.close()
+
+
+def test_a_relay_to_a_function_that_does_not_exist_fails_instead_of_waiting(
+        tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {
+        "A": task("Where", Next="B"),
+        "B": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": True,
+              "Parameters": {"FunctionName.$": "$.next", "Payload": {}}}}, {"Where": WHERE})
+    outcome: list[Any] = []
+    runner = threading.Thread(target=lambda: outcome.append(run.execute({"next": "Nope"})),
+                              daemon=True)
+    runner.start()
+    runner.join(30)
+    assert outcome and outcome[0].error == "Lambda.ResourceNotFoundException"
+    run.close()

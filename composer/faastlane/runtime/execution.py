@@ -24,11 +24,11 @@ from .errors import TIMEOUT, StatesError
 from .forking import Outcome, run_forked
 from .functions import EXIT_ERROR, FunctionRegistry, Invocable
 from .jsonvalue import detach
-from .workers import POOL, WorkerTimeout
 from .lambda_context import ACCOUNT, REGION
 from .model import PROCESS, THREAD
 from .remote import THREADS, Spiller
 from .variables import Variables
+from .workers import POOL, Handover, WorkerTimeout
 
 NONE = "none"
 PROCESS_ISOLATION = "process"
@@ -177,6 +177,22 @@ class Execution:
         if where == PROCESS:
             return self._call_in_process(state_name, loaded, event, limit, timeout_seconds)
         return self._call_on_thread(state_name, loaded, event, limit, timeout_seconds)
+
+    def relays(self, placement: str) -> bool:
+        """Whether a Task placed at ``placement`` may run in a relay (``states.py``): on
+        a warm thread, shared memory, nothing to time out (a relay has no waiter)."""
+        return (self.options.isolation == NONE and self.deadline is None
+                and self.function_placement(placement) == THREAD)
+
+    def function_starter(self, state_name: str, function: str, event: Any,
+                         then: Callable[[Any, StatesError | None], Handover | None]
+                         ) -> Handover:
+        """The step that starts one invocation on the function's warm thread and returns
+        at once; that thread then calls ``then(result, error)``. The function is looked
+        up now (a missing one fails here). Only where :meth:`relays` says."""
+        loaded = self.functions.get(function)
+        return lambda: POOL.start(loaded.spec.name, lambda: then(
+            *_timed_invoke(state_name, loaded, event, None, THREAD)))
 
     def _call_on_thread(self, state_name: str, loaded: Invocable, event: Any,
                         limit: float | None, timeout_seconds: float | None) -> Any:
