@@ -25,8 +25,10 @@ _pid = os.getpid()  # a system call per record otherwise (~1 us here); forks ref
 
 
 def _forked() -> None:
-    global _pid
+    global _pid, _lock
     _pid = os.getpid()
+    # A function's thread (which records too) may have held it when another thread forked.
+    _lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forked)
