@@ -235,3 +235,22 @@ def test_a_relay_to_a_function_that_does_not_exist_fails_instead_of_waiting(
     runner.join(30)
     assert outcome and outcome[0].error == "Lambda.ResourceNotFoundException"
     run.close()
+
+
+def test_an_execution_that_calls_functions_elsewhere_is_not_relayed(tmp_path: Path) -> None:
+    """The benchmark's OpenWhisk-style controller overrides call_function."""
+    from faastlane.runtime.execution import Execution, Options
+    from faastlane.runtime.functions import FunctionRegistry
+    from faastlane.runtime.states import run_machine
+
+    class Elsewhere(Execution):
+        def call_function(self, state_name: str, function: str, event: Any,
+                          timeout_seconds: float | None, placement: str) -> Any:
+            return {**event, state_name: f"elsewhere:{function}"}
+
+    workflow = orchestrator(tmp_path, {"A": task("Where", Next="B"),
+                                       "B": task("Where", End=True)},
+                            {"Where": WHERE}).workflow
+    execution = Elsewhere("app", {}, FunctionRegistry(str(tmp_path), {}), Options())
+    assert run_machine(workflow, {}, execution) == {"A": "elsewhere:Where",
+                                                   "B": "elsewhere:Where"}

@@ -180,8 +180,11 @@ class Execution:
 
     def relays(self, placement: str) -> bool:
         """Whether a Task placed at ``placement`` may run in a relay (``states.py``): on
-        a warm thread, shared memory, nothing to time out (a relay has no waiter)."""
-        return (self.options.isolation == NONE and self.deadline is None
+        a warm thread, shared memory, nothing to time out (a relay has no waiter), and
+        functions called here (the benchmark's controller overrides call_function to
+        call them elsewhere: a relay would bypass it)."""
+        return (type(self).call_function is Execution.call_function
+                and self.options.isolation == NONE and self.deadline is None
                 and self.function_placement(placement) == THREAD)
 
     def function_starter(self, state_name: str, function: str, event: Any,
