@@ -254,3 +254,25 @@ def test_an_execution_that_calls_functions_elsewhere_is_not_relayed(tmp_path: Pa
     execution = Elsewhere("app", {}, FunctionRegistry(str(tmp_path), {}), Options())
     assert run_machine(workflow, {}, execution) == {"A": "elsewhere:Where",
                                                    "B": "elsewhere:Where"}
+
+
+def test_concurrent_executions_relay_through_the_same_functions(tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {"A": task("Where", Next="B"), "B": task("Other", Next="C"),
+                                  "C": task("Where", End=True)},
+                       {"Where": WHERE, "Other": WHERE})
+    outputs: list[Any] = []
+
+    def client(index: int) -> None:
+        for round_ in range(50):
+            outputs.append((index, round_, run.execute({"client": index}).output))
+
+    clients = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+    for thread in clients:
+        thread.start()
+    for thread in clients:
+        thread.join(60)
+    assert len(outputs) == 200
+    for index, _, output in outputs:
+        assert output == {"client": index, "seen": ["faastlane:Where", "faastlane:Other",
+                                                    "faastlane:Where"]}
+    run.close()
