@@ -276,3 +276,24 @@ def test_concurrent_executions_relay_through_the_same_functions(tmp_path: Path) 
         assert output == {"client": index, "seen": ["faastlane:Where", "faastlane:Other",
                                                     "faastlane:Where"]}
     run.close()
+
+
+def test_choice_and_pass_states_between_tasks_run_on_the_relay(tmp_path: Path,
+                                                               tracing: Any) -> None:
+    run = orchestrator(tmp_path, {
+        "A": task("Where", Next="Route"),
+        "Route": {"Type": "Choice", "Choices": [
+            {"Variable": "$.go", "StringEquals": "b", "Next": "Mark"}]},
+        "Mark": {"Type": "Pass", "Result": "pass", "ResultPath": "$.mark", "Next": "B"},
+        "B": task("Other", End=True)}, {"Where": WHERE, "Other": WHERE})
+    tracing.enabled = True
+    tracing.take()
+    result = run.execute({"go": "b"})
+    assert result.output == {"go": "b", "mark": "pass",
+                             "seen": ["faastlane:Where", "faastlane:Other"]}
+    records = {(r["type"], r["state"]): r["thread"] for r in tracing.take()}
+    assert records[("Choice", "Route")] == records[("Function", "A")]
+    assert records[("Pass", "Mark")] == records[("Function", "A")]
+    failed = run.execute({"go": "elsewhere"})
+    assert (failed.status, failed.error) == ("FAILED", "States.NoChoiceMatched")
+    run.close()

@@ -108,10 +108,12 @@ def _run_state(state: State, data: Any, execution: Execution) -> Transition:
 # function's thread itself finishes the Task and starts the next one's function, and the
 # caller is woken once, when the relay ends: one wake-up per hand-off. Only Tasks whose
 # error handling is "none": no Retry, Catch or timeout (nothing to wait for), on a warm
-# thread of this process (Execution.relays); at any other state the relay hands the
-# execution back to the calling thread, and run_machine goes on as before.
+# thread of this process (Execution.relays); Pass, Choice and Succeed states between
+# them run on the relay's way; at any other state the relay hands the execution back to
+# the calling thread, and run_machine goes on as before.
 
 _Baton = queue.SimpleQueue  # (output, next state or None, error): how a relay ends
+_INLINE = (Pass, Choice, Succeed)  # states a relay runs on its way to the next Task
 
 
 def _relayable(state: State, execution: Execution) -> bool:
@@ -166,12 +168,24 @@ def _carry_on(machine: Machine, state: Task, flow: DataFlow, event_id: int, star
         _record(state, start)
         return _ending(baton, None, None, _named(exc, state, event_id))
     _record(state, start)
-    if state.next is None:
-        return _ending(baton, output, None, None)
-    following = machine.states[state.next]
-    if _relayable(following, flow.execution):
-        return _pass_on(machine, following, output, flow.execution, baton)
-    return _ending(baton, output, state.next, None)
+    return _onwards(machine, state.next, output, flow.execution, baton)
+
+
+def _onwards(machine: Machine, name: str | None, data: Any, execution: Execution,
+             baton: _Baton) -> Handover:
+    """From state ``name`` on: Pass, Choice and Succeed states run here (they compute,
+    never wait), up to the next relayable Task, or back to the calling thread."""
+    while name is not None:
+        state = machine.states[name]
+        if _relayable(state, execution):
+            return _pass_on(machine, state, data, execution, baton)
+        if type(state) not in _INLINE:
+            return _ending(baton, data, name, None)
+        try:
+            data, name = execute(state, data, execution)
+        except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
+            return _ending(baton, None, None, exc)
+    return _ending(baton, data, None, None)
 
 
 def _ending(baton: _Baton, output: Any, next_name: str | None,
