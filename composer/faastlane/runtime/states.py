@@ -11,6 +11,7 @@ and every failure is a :class:`StatesError` that ``Retry`` and ``Catch`` match b
 
 from __future__ import annotations
 
+import functools
 import queue
 import random
 import time
@@ -141,9 +142,8 @@ def _pass_on(machine: Machine, state: Task, data: Any, execution: Execution,
     try:
         flow = DataFlow(state, data, execution, time.time())
         _, function, event = _task_call(state, flow)
-        starter = execution.function_starter(state.name, function, event, lambda result, error:
-                                             _carry_on(machine, state, flow, event_id, start,
-                                                       result, error, baton))
+        then = functools.partial(_carry_on, machine, state, flow, event_id, start, baton)
+        starter = execution.function_starter(state.name, function, event, then)
     except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
         _record(state, start)
         return _ending(baton, None, None, _named(exc, state, event_id))
@@ -158,8 +158,9 @@ def _pass_on(machine: Machine, state: Task, data: Any, execution: Execution,
 
 
 def _carry_on(machine: Machine, state: Task, flow: DataFlow, event_id: int, start: float,
-              result: Any, error: StatesError | None, baton: _Baton) -> Handover:
-    """On the function's thread: finish its Task, then pass the execution on."""
+              baton: _Baton, result: Any, error: StatesError | None) -> Handover:
+    """On the function's thread, once it returned: finish its Task, then pass the
+    execution on."""
     try:
         if error is not None:
             raise error
