@@ -101,14 +101,14 @@ class DataFlow:
         state = self.state
         if self.jsonata:
             if getattr(state, "has_arguments", False):
-                return self.evaluate(getattr(state, "arguments"), "Arguments")
+                return self.evaluate(state.arguments, "Arguments")
             return self.data
         # "$" (the default) without making the context object, as below for OutputPath.
         input_path = getattr(state, "input_path", "$")
         effective = self.data if input_path == "$" else paths.apply_input_path(
             self.data, input_path, self.context, self.variables)
         if getattr(state, "has_parameters", False):
-            effective = self.template(getattr(state, "parameters"), effective)
+            effective = self.template(state.parameters, effective)
         return effective
 
     def finish(self, value: Any, rule: dict[str, Any] | None = None) -> Any:
@@ -126,9 +126,9 @@ class DataFlow:
         else:
             assigned = self.template(assign, value) if assign is not None else None
             if getattr(state, "has_result_selector", False):
-                value = self.template(getattr(state, "result_selector"), value)
+                value = self.template(state.result_selector, value)
             if hasattr(state, "result_path"):
-                value = paths.apply_result_path(self.data, value, getattr(state, "result_path"))
+                value = paths.apply_result_path(self.data, value, state.result_path)
             output_path = getattr(state, "output_path", "$")
             if output_path != "$":
                 value = paths.apply_output_path(value, output_path, self.context,
