@@ -29,3 +29,25 @@ def test_unserialisable_values_are_reported_with_their_place() -> None:
         detach({"rows": [1, {2, 3}]})
     assert failure.value.message == "Object of type set is not JSON serializable"
     assert failure.value.where == "$.rows[1]"
+
+
+def test_a_bad_key_is_reported_at_the_object_holding_it() -> None:
+    with pytest.raises(NotJSONSerializable) as failure:
+        detach({"ok": [1, 2], "inner": {"fine": 1, (1, 2): "tuple key"}})
+    assert failure.value.message == "Object of type tuple is not JSON serializable"
+    assert failure.value.where == "$.inner"
+
+
+def test_the_first_bad_value_in_visiting_order_is_the_one_reported() -> None:
+    shared = (1, 2)  # valid as a value (a list), invalid as a key
+    with pytest.raises(NotJSONSerializable) as failure:
+        detach({"a": shared, "b": [{"c": object()}], "d": {2, 3}})
+    assert failure.value.where == "$.b[0].c"
+    assert failure.value.__context__ is None
+
+
+def test_string_subclass_keys_and_values_are_kept() -> None:
+    class Name(str):
+        pass
+
+    assert detach({Name("k"): Name("v")}) == {"k": "v"}

@@ -38,16 +38,28 @@ _RESULT_STATES = (Task, Parallel, Map)
 class DataFlow:
     """The data-expression side of one state (or one attempt of a retried state)."""
 
-    __slots__ = ("state", "data", "execution", "context", "variables", "jsonata")
+    __slots__ = ("state", "data", "execution", "entered", "retry_count", "_context",
+                 "variables", "jsonata")
 
-    def __init__(self, state: State, data: Any, execution: Execution, entered: str,
+    def __init__(self, state: State, data: Any, execution: Execution, entered: float,
                  retry_count: int = 0) -> None:
         self.state = state
         self.data = data  # the state's raw input ($states.input)
         self.execution = execution
-        self.context = execution.context(state.name, entered, retry_count)
+        self.entered = entered  # time.time() when the state was entered
+        self.retry_count = retry_count
+        self._context: dict[str, Any] | None = None
         self.variables = execution.variables.view  # as entered; assignments make a new view
         self.jsonata = state.query_language == JSONATA
+
+    @property
+    def context(self) -> dict[str, Any]:
+        """The ``$$`` object, made on first use: most states never read it, and its
+        EnteredTime costs a formatted date (a few us of every hand-off)."""
+        if self._context is None:
+            self._context = self.execution.context(self.state.name, self.entered,
+                                                   self.retry_count)
+        return self._context
 
     # ---------------------------------------------------------------- reading values
 
@@ -89,12 +101,14 @@ class DataFlow:
         state = self.state
         if self.jsonata:
             if getattr(state, "has_arguments", False):
-                return self.evaluate(getattr(state, "arguments"), "Arguments")
+                return self.evaluate(state.arguments, "Arguments")
             return self.data
-        effective = paths.apply_input_path(self.data, getattr(state, "input_path", "$"),
-                                           self.context, self.variables)
+        # "$" (the default) without making the context object, as below for OutputPath.
+        input_path = getattr(state, "input_path", "$")
+        effective = self.data if input_path == "$" else paths.apply_input_path(
+            self.data, input_path, self.context, self.variables)
         if getattr(state, "has_parameters", False):
-            effective = self.template(getattr(state, "parameters"), effective)
+            effective = self.template(state.parameters, effective)
         return effective
 
     def finish(self, value: Any, rule: dict[str, Any] | None = None) -> Any:
@@ -112,11 +126,13 @@ class DataFlow:
         else:
             assigned = self.template(assign, value) if assign is not None else None
             if getattr(state, "has_result_selector", False):
-                value = self.template(getattr(state, "result_selector"), value)
+                value = self.template(state.result_selector, value)
             if hasattr(state, "result_path"):
-                value = paths.apply_result_path(self.data, value, getattr(state, "result_path"))
-            value = paths.apply_output_path(value, getattr(state, "output_path", "$"),
-                                            self.context, self.variables)
+                value = paths.apply_result_path(self.data, value, state.result_path)
+            output_path = getattr(state, "output_path", "$")
+            if output_path != "$":
+                value = paths.apply_output_path(value, output_path, self.context,
+                                                self.variables)
         self._store(assigned)
         return value
 

@@ -24,11 +24,11 @@ from .errors import TIMEOUT, StatesError
 from .forking import Outcome, run_forked
 from .functions import EXIT_ERROR, FunctionRegistry, Invocable
 from .jsonvalue import detach
-from .workers import POOL, WorkerTimeout
 from .lambda_context import ACCOUNT, REGION
 from .model import PROCESS, THREAD
 from .remote import THREADS, Spiller
 from .variables import Variables
+from .workers import POOL, Handover, WorkerTimeout
 
 NONE = "none"
 PROCESS_ISOLATION = "process"
@@ -67,10 +67,15 @@ class ExecutionTimedOut(StatesError):
         super().__init__(TIMEOUT, f"The execution timed out after {seconds:g} seconds")
 
 
+def iso_time(timestamp: float) -> str:
+    """A ``time.time()`` instant as Step Functions writes timestamps (ms, 'Z')."""
+    when = datetime.fromtimestamp(timestamp, UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
 def iso_now() -> str:
     """The current instant as Step Functions writes timestamps (ms, 'Z')."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+    return iso_time(time.time())
 
 
 class Execution:
@@ -126,11 +131,13 @@ class Execution:
 
     # ------------------------------------------------------------------ context object
 
-    def context(self, state_name: str, entered: str, retry_count: int = 0,
+    def context(self, state_name: str, entered: float, retry_count: int = 0,
                 map_item: tuple[int, Any] | None = None) -> dict[str, Any]:
-        """The ``$$`` object for a state; ``map_item`` while building a Map iteration."""
+        """The ``$$`` object for a state entered at ``entered`` (``time.time()``);
+        ``map_item`` while building a Map iteration."""
         ctx = dict(self.context_base)
-        ctx["State"] = {"EnteredTime": entered, "Name": state_name, "RetryCount": retry_count}
+        ctx["State"] = {"EnteredTime": iso_time(entered), "Name": state_name,
+                        "RetryCount": retry_count}
         if map_item is not None:
             ctx["Map"] = {"Item": {"Index": map_item[0], "Value": map_item[1]}}
         return ctx
@@ -170,6 +177,25 @@ class Execution:
         if where == PROCESS:
             return self._call_in_process(state_name, loaded, event, limit, timeout_seconds)
         return self._call_on_thread(state_name, loaded, event, limit, timeout_seconds)
+
+    def relays(self, placement: str) -> bool:
+        """Whether a Task placed at ``placement`` may run in a relay (``states.py``): on
+        a warm thread, shared memory, nothing to time out (a relay has no waiter), and
+        functions called here (the benchmark's controller overrides call_function to
+        call them elsewhere: a relay would bypass it)."""
+        return (type(self).call_function is Execution.call_function
+                and self.options.isolation == NONE and self.deadline is None
+                and self.function_placement(placement) == THREAD)
+
+    def function_starter(self, state_name: str, function: str, event: Any,
+                         then: Callable[[Any, StatesError | None], Handover | None]
+                         ) -> Handover:
+        """The step that starts one invocation on the function's warm thread and returns
+        at once; that thread then calls ``then(result, error)``. The function is looked
+        up now (a missing one fails here). Only where :meth:`relays` says."""
+        loaded = self.functions.get(function)
+        return lambda: POOL.start(loaded.spec.name, lambda: then(
+            *_timed_invoke(state_name, loaded, event, None, THREAD)))
 
     def _call_on_thread(self, state_name: str, loaded: Invocable, event: Any,
                         limit: float | None, timeout_seconds: float | None) -> Any:
@@ -246,18 +272,21 @@ class Execution:
 def _timed_invoke(state_name: str, loaded: Invocable, event: Any,
                   timeout_seconds: float | None, placement: str
                   ) -> tuple[Any, StatesError | None]:
-    """Invoke a function, detach its result and record its compute span."""
-    start = trace.now()
-    began = time.perf_counter()
+    """Invoke a function, detach its result and, when tracing, record its compute span."""
+    traced = trace.enabled  # read once: the span is recorded whole or not at all
+    if traced:
+        start = trace.now()
+        began = time.perf_counter()
     result, error = None, None
     try:
         result = loaded.invoke(event, timeout_seconds)
     except StatesError as exc:
         error = exc
-    compute = time.perf_counter() - began
-    trace.record(state=state_name, type="Function", function=loaded.spec.name,
-                 start=start, end=trace.now(), compute_ms=round(compute * 1000, 3),
-                 placement=placement, error=None if error is None else error.error)
+    if traced:
+        compute = time.perf_counter() - began
+        trace.record(state=state_name, type="Function", function=loaded.spec.name,
+                     start=start, end=trace.now(), compute_ms=round(compute * 1000, 3),
+                     placement=placement, error=None if error is None else error.error)
     return result, error
 
 

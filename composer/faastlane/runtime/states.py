@@ -11,6 +11,8 @@ and every failure is a :class:`StatesError` that ``Retry`` and ``Catch`` match b
 
 from __future__ import annotations
 
+import functools
+import queue
 import random
 import time
 from collections.abc import Callable
@@ -27,7 +29,7 @@ from .errors import (
     StatesError,
     error_matches,
 )
-from .execution import Execution, ExecutionTimedOut, iso_now
+from .execution import Execution, ExecutionTimedOut
 from .forking import Outcome
 from .jsonvalue import detach
 from .model import (
@@ -45,6 +47,7 @@ from .model import (
     Wait,
 )
 from .resources import function_name_of
+from .workers import Handover
 
 Transition = tuple[Any, "str | None"]
 
@@ -54,7 +57,11 @@ def run_machine(machine: Machine, data: Any, execution: Execution) -> Any:
     name = machine.start_at
     while True:
         execution.check_deadline()
-        data, next_name = execute(machine.states[name], data, execution)
+        state = machine.states[name]
+        if _relayable(state, execution):
+            data, next_name = _relay(machine, state, data, execution)
+        else:
+            data, next_name = execute(state, data, execution)
         if next_name is None:
             return data
         name = next_name
@@ -63,19 +70,133 @@ def run_machine(machine: Machine, data: Any, execution: Execution) -> Any:
 _RUNTIME_PREFIX = "An error occurred while executing the state"
 
 
+def _named(err: BaseException, state: State, event_id: int) -> BaseException:
+    """Step Functions names the state in which a States.Runtime error happened."""
+    if (isinstance(err, StatesError) and err.error == RUNTIME
+            and not (err.cause or "").startswith(_RUNTIME_PREFIX)):
+        return StatesError(RUNTIME, f"{_RUNTIME_PREFIX} '{state.name}' (entered at the "
+                                    f"event id #{event_id}). {err.cause}")
+    return err
+
+
 def execute(state: State, data: Any, execution: Execution) -> Transition:
-    """Run one state and record it in the trace."""
+    """Run one state and, when tracing, record it."""
+    if not trace.enabled:
+        return _run_state(state, data, execution)
     start = trace.now()
+    try:
+        return _run_state(state, data, execution)
+    finally:
+        trace.record(state=state.name, type=type(state).__name__, start=start,
+                     end=trace.now())
+
+
+def _run_state(state: State, data: Any, execution: Execution) -> Transition:
     event_id = execution.enter_state(state)
     try:
         return _EXECUTORS[type(state)](state, data, execution)
     except StatesError as err:
-        # Step Functions names the state in which a States.Runtime error happened.
-        if err.error == RUNTIME and not (err.cause or "").startswith(_RUNTIME_PREFIX):
-            raise StatesError(RUNTIME, f"{_RUNTIME_PREFIX} '{state.name}' (entered at the "
-                                       f"event id #{event_id}). {err.cause}") from None
-        raise
-    finally:
+        named = _named(err, state, event_id)
+        if named is err:
+            raise
+        raise named from None
+
+
+# ------------------------------------------------------------------ relays of Tasks
+#
+# Run by execute(), a Task waits on the calling thread for its function's thread: two
+# wake-ups per hand-off (the function's thread, then the caller's). In a relay the
+# function's thread itself finishes the Task and starts the next one's function, and the
+# caller is woken once, when the relay ends: one wake-up per hand-off. Only Tasks whose
+# error handling is "none": no Retry, Catch or timeout (nothing to wait for), on a warm
+# thread of this process (Execution.relays); Pass, Choice and Succeed states between
+# them run on the relay's way; at any other state the relay hands the execution back to
+# the calling thread, and run_machine goes on as before.
+
+_Baton = queue.SimpleQueue  # (output, next state or None, error): how a relay ends
+_INLINE = (Pass, Choice, Succeed)  # states a relay runs on its way to the next Task
+
+
+def _relayable(state: State, execution: Execution) -> bool:
+    return (type(state) is Task and not state.retry and not state.catch
+            and state.timeout_seconds is None and state.timeout_seconds_path is None
+            and execution.relays(state.placement))
+
+
+def _relay(machine: Machine, state: Task, data: Any, execution: Execution) -> Transition:
+    """Run ``state`` and the relayable Tasks after it; the state to go on with."""
+    baton: _Baton[tuple[Any, str | None, BaseException | None]] = _Baton()
+    _pass_on(machine, state, data, execution, baton)()
+    output, next_name, error = baton.get()
+    if error is not None:
+        raise error
+    return output, next_name
+
+
+def _pass_on(machine: Machine, state: Task, data: Any, execution: Execution,
+             baton: _Baton) -> Handover:
+    """Enter ``state`` and prepare its function's call; the step that starts it (or, if
+    preparing failed, the step that ends the relay with the state's error)."""
+    start = trace.now() if trace.enabled else 0.0
+    event_id = execution.enter_state(state)
+    try:
+        flow = DataFlow(state, data, execution, time.time())
+        _, function, event = _task_call(state, flow)
+        then = functools.partial(_carry_on, machine, state, flow, event_id, start, baton)
+        starter = execution.function_starter(state.name, function, event, then)
+    except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
+        _record(state, start)
+        return _ending(baton, None, None, _named(exc, state, event_id))
+
+    def started() -> None:
+        try:
+            starter()
+        except BaseException as exc:  # noqa: BLE001 - no thread to start: nobody waits
+            baton.put((None, None, exc))
+
+    return started
+
+
+def _carry_on(machine: Machine, state: Task, flow: DataFlow, event_id: int, start: float,
+              baton: _Baton, result: Any, error: StatesError | None) -> Handover:
+    """On the function's thread, once it returned: finish its Task, then pass the
+    execution on."""
+    try:
+        if error is not None:
+            raise error
+        output = _task_output(state, flow, result)
+    except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
+        _record(state, start)
+        return _ending(baton, None, None, _named(exc, state, event_id))
+    _record(state, start)
+    return _onwards(machine, state.next, output, flow.execution, baton)
+
+
+def _onwards(machine: Machine, name: str | None, data: Any, execution: Execution,
+             baton: _Baton) -> Handover:
+    """From state ``name`` on: Pass, Choice and Succeed states run here (they compute,
+    never wait), up to the next relayable Task, or back to the calling thread."""
+    while name is not None:
+        state = machine.states[name]
+        if _relayable(state, execution):
+            return _pass_on(machine, state, data, execution, baton)
+        if type(state) not in _INLINE:
+            return _ending(baton, data, name, None)
+        try:
+            data, name = execute(state, data, execution)
+        except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
+            return _ending(baton, None, None, exc)
+    return _ending(baton, data, None, None)
+
+
+def _ending(baton: _Baton, output: Any, next_name: str | None,
+            error: BaseException | None) -> Handover:
+    """The step that ends a relay: the calling thread goes on from ``next_name``."""
+    return lambda: baton.put((output, next_name, error))
+
+
+def _record(state: State, start: float) -> None:
+    if trace.enabled:
         trace.record(state=state.name, type=type(state).__name__, start=start,
                      end=trace.now())
 
@@ -100,7 +221,7 @@ def retry_delay(retrier: Retrier, attempt: int) -> float:
 
 
 def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Execution,
-                        attempt: Callable[[int], Any], entered: str | None = None
+                        attempt: Callable[[int], Any], entered: float | None = None
                         ) -> Transition:
     """Run ``attempt(retry_count)`` under the state's Retry and Catch rules.
 
@@ -130,7 +251,8 @@ def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Exec
             catcher = _matching_catcher(state.catch, err)
             if catcher is None:
                 raise
-            flow = DataFlow(state, data, execution, entered or iso_now(), retries)
+            flow = DataFlow(state, data, execution,
+                            time.time() if entered is None else entered, retries)
             return flow.caught(catcher, err), catcher.next
 
 
@@ -142,7 +264,7 @@ def _matching_catcher(catchers: tuple[Catcher, ...], err: StatesError) -> Catche
 
 
 def _pass(state: Pass, data: Any, execution: Execution) -> Transition:
-    flow = DataFlow(state, data, execution, iso_now())
+    flow = DataFlow(state, data, execution, time.time())
     effective = flow.effective_input()
     return flow.finish(state.result if state.has_result else effective), state.next
 
@@ -172,31 +294,42 @@ def _task_timeout(state: Task, effective_input: Any, flow: DataFlow) -> float | 
 
 
 def _task(state: Task, data: Any, execution: Execution) -> Transition:
-    entered = iso_now()
+    entered = time.time()
 
     def attempt(retry_count: int) -> Any:
         flow = DataFlow(state, data, execution, entered, retry_count)
-        effective = flow.effective_input()
-        function = state.function
-        event = effective
-        if state.invoke_shape:
-            if function is None:  # Parameters named it with FunctionName.$
-                function = function_name_of(str(effective.get("FunctionName")))
-            event = effective.get("Payload", {}) if isinstance(effective, dict) else {}
-        assert function is not None, "only lambda:invoke names its function at run time"
-        # The function gets its own copy: a handler that mutates its event in place must
-        # not change this state's input, which ResultPath and retries still use.
-        result = execution.call_function(state.name, function, detach(event),
+        effective, function, event = _task_call(state, flow)
+        result = execution.call_function(state.name, function, event,
                                          _task_timeout(state, effective, flow), state.placement)
-        if state.invoke_shape:
-            result = _lambda_invoke_response(result, execution.name)
-        return flow.finish(result)
+        return _task_output(state, flow, result)
 
     return with_error_handling(state, data, execution, attempt, entered)
 
 
+def _task_call(state: Task, flow: DataFlow) -> tuple[Any, str, Any]:
+    """A Task's effective input, the function it calls and the event it gets: its own
+    copy of it."""
+    effective = flow.effective_input()
+    function = state.function
+    event = effective
+    if state.invoke_shape:
+        if function is None:  # Parameters named it with FunctionName.$
+            function = function_name_of(str(effective.get("FunctionName")))
+        event = effective.get("Payload", {}) if isinstance(effective, dict) else {}
+    assert function is not None, "only lambda:invoke names its function at run time"
+    # The function gets its own copy: a handler that mutates its event in place must
+    # not change this state's input, which ResultPath and retries still use.
+    return effective, function, detach(event)
+
+
+def _task_output(state: Task, flow: DataFlow, result: Any) -> Any:
+    if state.invoke_shape:
+        result = _lambda_invoke_response(result, flow.execution.name)
+    return flow.finish(result)
+
+
 def _choice(state: Choice, data: Any, execution: Execution) -> Transition:
-    flow = DataFlow(state, data, execution, iso_now())
+    flow = DataFlow(state, data, execution, time.time())
     effective = flow.effective_input()
     rule, next_name = flow.choose(state.choices, state.default, effective)
     return flow.finish(effective, rule), next_name
@@ -215,7 +348,7 @@ def _parse_timestamp(value: Any, where: str) -> datetime:
 
 
 def _wait(state: Wait, data: Any, execution: Execution) -> Transition:
-    flow = DataFlow(state, data, execution, iso_now())
+    flow = DataFlow(state, data, execution, time.time())
     effective = flow.effective_input()
     if state.seconds is not None:
         seconds = float(flow.number(state.seconds, "Seconds", minimum=0))
@@ -239,7 +372,7 @@ def _wait(state: Wait, data: Any, execution: Execution) -> Transition:
 
 
 def _succeed(state: Succeed, data: Any, execution: Execution) -> Transition:
-    flow = DataFlow(state, data, execution, iso_now())
+    flow = DataFlow(state, data, execution, time.time())
     return flow.finish(flow.effective_input()), None
 
 
@@ -264,7 +397,7 @@ def _jsonata_string(flow: DataFlow, value: str | None, field: str) -> str | None
 
 
 def _fail(state: Fail, data: Any, execution: Execution) -> Transition:
-    flow = DataFlow(state, data, execution, iso_now())
+    flow = DataFlow(state, data, execution, time.time())
     error = _jsonata_string(flow, state.error, "Error")
     cause = _jsonata_string(flow, state.cause, "Cause")
     try:
@@ -278,7 +411,7 @@ def _fail(state: Fail, data: Any, execution: Execution) -> Transition:
 
 
 def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
-    entered = iso_now()
+    entered = time.time()
 
     def attempt(retry_count: int) -> Any:
         flow = DataFlow(state, data, execution, entered, retry_count)
@@ -357,7 +490,7 @@ def _tolerated(state: Map, failures: int, total: int, flow: DataFlow) -> bool:
 
 
 def _map(state: Map, data: Any, execution: Execution) -> Transition:
-    entered = iso_now()
+    entered = time.time()
     tolerant = (state.tolerated_failure_count is not None
                 or state.tolerated_failure_percentage is not None)
 

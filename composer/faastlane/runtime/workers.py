@@ -6,6 +6,11 @@ So a function's invocations run on threads dedicated to that function, created o
 use and parked between calls — one per invocation running at the same time. A thread
 that overruns its deadline is abandoned (Python cannot stop it) and never reused.
 
+Two ways to use one: :meth:`WorkerPool.run` waits for the job's result (two wake-ups:
+the worker's, then the caller's); :meth:`WorkerPool.start` returns at once and the job
+hands its outcome on by itself (one wake-up: the next thread's), which is how a relay of
+sequential Tasks runs (``states.py``).
+
 Forked children inherit none of these threads, only their bookkeeping, so the pool is
 emptied in every child after a fork.
 """
@@ -15,7 +20,11 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
+
+# A job of start(): it may return a last step, run once its thread is parked again.
+Handover = Callable[[], None]
 
 
 class WorkerTimeout(Exception):
@@ -23,19 +32,34 @@ class WorkerTimeout(Exception):
 
 
 class _Worker:
-    def __init__(self, name: str) -> None:
-        self.inbox: queue.SimpleQueue[Callable[[], Any]] = queue.SimpleQueue()
+    def __init__(self, key: str, pool: WorkerPool) -> None:
+        self.key = key
+        self.pool = pool
+        # (job, whether its caller waits for the outcome in outbox)
+        self.inbox: queue.SimpleQueue[tuple[Callable[[], Any], bool]] = queue.SimpleQueue()
         self.outbox: queue.SimpleQueue[tuple[Any, BaseException | None]] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self.thread = threading.Thread(target=self._serve, name=f"faastlane:{key}",
+                                       daemon=True)
         self.thread.start()
 
     def _serve(self) -> None:
         while True:
-            job = self.inbox.get()
+            job, waited_for = self.inbox.get()
             try:
-                self.outbox.put((job(), None))
+                outcome = (job(), None)
             except BaseException as exc:  # noqa: BLE001 - handed back to the caller
-                self.outbox.put((None, exc))
+                outcome = (None, exc)
+            if waited_for:
+                self.outbox.put(outcome)
+                continue
+            # Parked before handing over, so the thread is free for the next call.
+            self.pool.park(self)
+            handover, error = outcome
+            if error is not None:  # start() jobs hand their own errors on: a bug
+                threading.excepthook(threading.ExceptHookArgs(
+                    (type(error), error, error.__traceback__, self.thread)))
+            elif handover is not None:
+                handover()
 
 
 class WorkerPool:
@@ -50,23 +74,34 @@ class WorkerPool:
         self._idle = {}
         self._lock = threading.Lock()  # it may have been held by a thread that is gone
 
-    def run(self, key: str, job: Callable[[], Any], timeout: float | None = None) -> Any:
-        """Run ``job`` on a warm thread of ``key``; its exception is re-raised here."""
+    def _take(self, key: str) -> _Worker:
         with self._lock:
             idle = self._idle.get(key)
             worker = idle.pop() if idle else None
-        if worker is None:
-            worker = _Worker(f"faastlane:{key}")
-        worker.inbox.put(job)
+        return worker if worker is not None else _Worker(key, self)
+
+    def park(self, worker: _Worker) -> None:
+        with self._lock:
+            self._idle.setdefault(worker.key, []).append(worker)
+
+    def run(self, key: str, job: Callable[[], Any], timeout: float | None = None) -> Any:
+        """Run ``job`` on a warm thread of ``key``; its exception is re-raised here."""
+        worker = self._take(key)
+        worker.inbox.put((job, True))
         try:
             result, error = worker.outbox.get(timeout=timeout)
         except queue.Empty:
             raise WorkerTimeout(key) from None
-        with self._lock:
-            self._idle.setdefault(key, []).append(worker)
+        self.park(worker)
         if error is not None:
             raise error
         return result
+
+    def start(self, key: str, job: Callable[[], Handover | None]) -> None:
+        """Run ``job`` on a warm thread of ``key`` and return at once. The job hands its
+        outcome on itself and must not raise; the step it returns runs once its thread
+        is parked again (so that step may call ``key`` again on the same thread)."""
+        self._take(key).inbox.put((job, False))
 
 
 POOL = WorkerPool()

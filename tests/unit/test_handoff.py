@@ -1,0 +1,299 @@
+"""The sequential hand-off's guarantees, kept while making it cheaper: a function's event
+is its own copy, the trace is recorded exactly when asked for, and the lazily made parts
+(the ``$$`` object, the Lambda context) hold what they held when made eagerly."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from faastlane.compose import prepare
+from faastlane.runtime import trace
+from faastlane.runtime.lambda_context import LambdaContext
+from faastlane.runtime.orchestrator import SUCCEEDED, Orchestrator
+
+MUTATE = '''
+def handler(event, context):
+    event["items"].append("added by Mutate")
+    event["mutated"] = True
+    return {"seen": len(event["items"])}
+'''
+ECHO = "def handler(event, context):\n    return event\n"
+FLAKY = '''
+import copy
+
+ATTEMPTS = []
+
+def handler(event, context):
+    ATTEMPTS.append(copy.deepcopy(event))
+    event["items"].clear()
+    if len(ATTEMPTS) == 1:
+        raise RuntimeError("first attempt fails after emptying its event")
+    return {"attempts": ATTEMPTS}
+'''
+CONTEXT = '''
+def handler(event, context):
+    return {"request": context.aws_request_id, "again": context.aws_request_id,
+            "stream": context.log_stream_name, "arn": context.invoked_function_arn,
+            "memory": context.memory_limit_in_mb, "left": context.get_remaining_time_in_millis()}
+'''
+
+
+def orchestrator(tmp_path: Path, states: dict[str, Any], functions: dict[str, str]
+                 ) -> Orchestrator:
+    """An in-process Orchestrator (isolation none) for a machine of ``states``."""
+    app = tmp_path / "app"
+    (app / "functions").mkdir(parents=True)
+    (app / "workflow.json").write_text(json.dumps({"StartAt": next(iter(states)),
+                                                   "States": states}))
+    for name, source in functions.items():
+        (app / "functions" / f"{name}.py").write_text(source)
+    composed = prepare(str(app), isolation="none")
+    return Orchestrator("app", composed.workflow, composed.app.functions, str(app),
+                        composed.options)
+
+
+def task(function: str, **fields: Any) -> dict[str, Any]:
+    return {"Type": "Task", "Resource": f"arn:aws:lambda:us-east-1:123456789012:function:"
+                                        f"{function}", **fields}
+
+
+def test_a_mutated_event_changes_neither_the_state_input_nor_the_callers_input(
+        tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {
+        "Mutate": task("Mutate", ResultPath="$.result", Next="Echo"),
+        "Echo": task("Echo", End=True),
+    }, {"Mutate": MUTATE, "Echo": ECHO})
+    given = {"items": ["a"]}
+    result = run.execute(given)
+    assert result.status == SUCCEEDED
+    assert result.output == {"items": ["a"], "result": {"seen": 2}}
+    assert given == {"items": ["a"]}
+    run.close()
+
+
+def test_a_retried_task_gets_its_state_input_again_not_what_the_failed_attempt_left(
+        tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {"Flaky": task("Flaky", End=True, Retry=[
+        {"ErrorEquals": ["RuntimeError"], "IntervalSeconds": 1, "MaxAttempts": 1,
+         "BackoffRate": 1, "MaxDelaySeconds": 1, "JitterStrategy": "FULL"}])},
+        {"Flaky": FLAKY})
+    result = run.execute({"items": [1, 2]})
+    assert result.status == SUCCEEDED, result
+    assert result.output == {"attempts": [{"items": [1, 2]}, {"items": [1, 2]}]}
+    run.close()
+
+
+@pytest.fixture
+def tracing() -> Any:
+    yield trace
+    trace.enabled = False
+    trace.take()
+
+
+def test_trace_records_states_and_functions_only_when_enabled(tmp_path: Path,
+                                                              tracing: Any) -> None:
+    run = orchestrator(tmp_path, {"A": task("Echo", Next="B"), "B": task("Echo", End=True)},
+                       {"Echo": ECHO})
+    tracing.enabled = False
+    tracing.take()
+    assert run.execute({"x": 1}).status == SUCCEEDED
+    assert tracing.take() == []
+    tracing.enabled = True
+    assert run.execute({"x": 1}).status == SUCCEEDED
+    records = tracing.take()
+    assert [(r["type"], r["state"]) for r in records] == [
+        ("Function", "A"), ("Task", "A"), ("Function", "B"), ("Task", "B")]
+    for record in records:
+        assert record["start"] <= record["end"]
+    function = records[0]
+    assert function["function"] == "Echo" and function["placement"] == "thread"
+    assert function["compute_ms"] >= 0 and function["error"] is None
+    run.close()
+
+
+def test_the_context_object_is_made_when_read_with_the_time_the_state_was_entered(
+        tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {"Read": {
+        "Type": "Pass", "End": True,
+        "Parameters": {"entered.$": "$$.State.EnteredTime", "name.$": "$$.State.Name",
+                       "retries.$": "$$.State.RetryCount"}}}, {"Echo": ECHO})
+    result = run.execute({})
+    assert result.status == SUCCEEDED
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", result.output["entered"])
+    assert result.output["name"] == "Read" and result.output["retries"] == 0
+    run.close()
+
+
+def test_the_lambda_context_makes_its_attributes_on_first_read_and_keeps_them(
+        tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {"C": task("C", End=True)}, {"C": CONTEXT})
+    first, second = run.execute({}).output, run.execute({}).output
+    assert first["request"] == first["again"] != second["request"]
+    assert re.fullmatch(r"[0-9a-f-]{36}", first["request"])
+    assert re.fullmatch(r"\d{4}/\d\d/\d\d/\[\$LATEST\][0-9a-f]{32}", first["stream"])
+    assert first["arn"].endswith(":function:C") and first["memory"] == "1024"
+    assert 0 < first["left"] <= 900_000
+    run.close()
+
+
+def test_lambda_context_attributes_can_be_given_and_set() -> None:
+    context = LambdaContext("f", 3, request_id="given")
+    assert context.aws_request_id == "given"
+    context.log_stream_name = "mine"
+    assert context.log_stream_name == "mine"
+    assert context.function_version == "$LATEST" and context.client_context is None
+    assert context.identity.cognito_identity_id is None
+    with pytest.raises(AttributeError):
+        context.not_an_attribute  # noqa: B018 - the read is the test
+
+
+# ------------------------------------------------------------------ relays of Tasks
+
+WHERE = '''
+import threading
+
+def handler(event, context):
+    event["seen"] = event.get("seen", []) + [threading.current_thread().name]
+    return event
+'''
+FAIL = '''
+def handler(event, context):
+    raise ValueError("no")
+'''
+
+
+def test_relayed_tasks_run_each_on_their_functions_thread_and_reuse_it(
+        tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {
+        "A": task("Where", Next="B"), "B": task("Where", Next="C"),
+        "C": task("Other", End=True)}, {"Where": WHERE, "Other": WHERE})
+    for _ in range(20):
+        result = run.execute({})
+        assert result.output == {"seen": ["faastlane:Where", "faastlane:Where",
+                                          "faastlane:Other"]}
+    # the thread that finished A started B on itself: parked before it handed over
+    names = [t.name for t in threading.enumerate()]
+    assert names.count("faastlane:Where") == 1
+    run.close()
+
+
+def test_a_relay_hands_back_at_other_states_and_goes_on_after_them(tmp_path: Path,
+                                                                   tracing: Any) -> None:
+    run = orchestrator(tmp_path, {
+        "A": task("Where", Next="Mark"),
+        "Mark": {"Type": "Pass", "Result": "pass", "ResultPath": "$.mark", "Next": "Caught"},
+        "Caught": task("Where", Next="D", Catch=[{"ErrorEquals": ["States.ALL"],
+                                                  "Next": "D"}]),
+        "D": task("Where", End=True)}, {"Where": WHERE})
+    tracing.enabled = True
+    tracing.take()
+    result = run.execute({})
+    assert result.output == {"seen": ["faastlane:Where"] * 3, "mark": "pass"}
+    assert [(r["type"], r["state"]) for r in tracing.take()] == [
+        ("Function", "A"), ("Task", "A"), ("Pass", "Mark"), ("Function", "Caught"),
+        ("Task", "Caught"), ("Function", "D"), ("Task", "D")]
+    run.close()
+
+
+def test_an_error_in_a_relay_fails_the_execution_as_before(tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {"A": task("Where", Next="B"),
+                                  "B": task("Fail", Next="C"),
+                                  "C": task("Where", End=True)},
+                       {"Where": WHERE, "Fail": FAIL})
+    result = run.execute({})
+    assert (result.status, result.error) == ("FAILED", "ValueError")
+    assert json.loads(result.cause)["errorMessage"] == "no"
+    run.close()
+
+
+def test_a_runtime_error_in_a_relay_names_its_state(tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {"A": task("Where", Next="B"),
+                                  "B": task("Where", InputPath="$.missing", End=True)},
+                       {"Where": WHERE})
+    result = run.execute({})
+    assert result.error == "States.Runtime"
+    assert result.cause.startswith("An error occurred while executing the state 'B'")
+    run.close()
+
+
+def test_a_relay_to_a_function_that_does_not_exist_fails_instead_of_waiting(
+        tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {
+        "A": task("Where", Next="B"),
+        "B": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": True,
+              "Parameters": {"FunctionName.$": "$.next", "Payload": {}}}}, {"Where": WHERE})
+    outcome: list[Any] = []
+    runner = threading.Thread(target=lambda: outcome.append(run.execute({"next": "Nope"})),
+                              daemon=True)
+    runner.start()
+    runner.join(30)
+    assert outcome and outcome[0].error == "Lambda.ResourceNotFoundException"
+    run.close()
+
+
+def test_an_execution_that_calls_functions_elsewhere_is_not_relayed(tmp_path: Path) -> None:
+    """The benchmark's OpenWhisk-style controller overrides call_function."""
+    from faastlane.runtime.execution import Execution, Options
+    from faastlane.runtime.functions import FunctionRegistry
+    from faastlane.runtime.states import run_machine
+
+    class Elsewhere(Execution):
+        def call_function(self, state_name: str, function: str, event: Any,
+                          timeout_seconds: float | None, placement: str) -> Any:
+            return {**event, state_name: f"elsewhere:{function}"}
+
+    workflow = orchestrator(tmp_path, {"A": task("Where", Next="B"),
+                                       "B": task("Where", End=True)},
+                            {"Where": WHERE}).workflow
+    execution = Elsewhere("app", {}, FunctionRegistry(str(tmp_path), {}), Options())
+    assert run_machine(workflow, {}, execution) == {"A": "elsewhere:Where",
+                                                   "B": "elsewhere:Where"}
+
+
+def test_concurrent_executions_relay_through_the_same_functions(tmp_path: Path) -> None:
+    run = orchestrator(tmp_path, {"A": task("Where", Next="B"), "B": task("Other", Next="C"),
+                                  "C": task("Where", End=True)},
+                       {"Where": WHERE, "Other": WHERE})
+    outputs: list[Any] = []
+
+    def client(index: int) -> None:
+        for round_ in range(50):
+            outputs.append((index, round_, run.execute({"client": index}).output))
+
+    clients = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+    for thread in clients:
+        thread.start()
+    for thread in clients:
+        thread.join(60)
+    assert len(outputs) == 200
+    for index, _, output in outputs:
+        assert output == {"client": index, "seen": ["faastlane:Where", "faastlane:Other",
+                                                    "faastlane:Where"]}
+    run.close()
+
+
+def test_choice_and_pass_states_between_tasks_run_on_the_relay(tmp_path: Path,
+                                                               tracing: Any) -> None:
+    run = orchestrator(tmp_path, {
+        "A": task("Where", Next="Route"),
+        "Route": {"Type": "Choice", "Choices": [
+            {"Variable": "$.go", "StringEquals": "b", "Next": "Mark"}]},
+        "Mark": {"Type": "Pass", "Result": "pass", "ResultPath": "$.mark", "Next": "B"},
+        "B": task("Other", End=True)}, {"Where": WHERE, "Other": WHERE})
+    tracing.enabled = True
+    tracing.take()
+    result = run.execute({"go": "b"})
+    assert result.output == {"go": "b", "mark": "pass",
+                             "seen": ["faastlane:Where", "faastlane:Other"]}
+    records = {(r["type"], r["state"]): r["thread"] for r in tracing.take()}
+    assert records[("Choice", "Route")] == records[("Function", "A")]
+    assert records[("Pass", "Mark")] == records[("Function", "A")]
+    failed = run.execute({"go": "elsewhere"})
+    assert (failed.status, failed.error) == ("FAILED", "States.NoChoiceMatched")
+    run.close()
