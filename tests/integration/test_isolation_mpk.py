@@ -186,3 +186,26 @@ def test_results_are_checked_and_converted_as_lambda_does(tmp_path: Path) -> Non
     assert code == 1, err
     assert out["Error"] == "Runtime.MarshalError"
     assert "set is not JSON serializable" in out["Cause"]
+
+
+def test_a_mutated_event_leaves_the_state_input_unchanged(tmp_path: Path) -> None:
+    # The function's copy of its event is the one made in its heap: mutating it in
+    # place changes neither the state input (ResultPath merges into it) nor the next
+    # function's input.
+    functions = {"mutate": """
+        def handler(event, context):
+            event["items"].append(99)
+            event["added"] = True
+            return {"seen": len(event["items"])}
+        """, "read": """
+        def handler(event, context):
+            return {"items": event["items"], "keys": sorted(event)}
+        """}
+    write_app(tmp_path / "app", chain(("Mutate", task("mutate", ResultPath="$.mutated")),
+                                      ("Read", task("read", ResultPath="$.read"))),
+              functions)
+    code, out, err = run(tmp_path / "app", payload={"items": [1, 2]})
+    assert code == 0, err
+    assert out["mutated"] == {"seen": 3}
+    assert out["items"] == [1, 2] and "added" not in out
+    assert out["read"] == {"items": [1, 2], "keys": ["items", "mutated"]}

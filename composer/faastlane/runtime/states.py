@@ -29,7 +29,7 @@ from .errors import (
     StatesError,
     error_matches,
 )
-from .execution import Execution, ExecutionTimedOut
+from .execution import MPK, Execution, ExecutionTimedOut
 from .forking import Outcome
 from .jsonvalue import detach
 from .model import (
@@ -318,7 +318,11 @@ def _task_call(state: Task, flow: DataFlow) -> tuple[Any, str, Any]:
         event = effective.get("Payload", {}) if isinstance(effective, dict) else {}
     assert function is not None, "only lambda:invoke names its function at run time"
     # The function gets its own copy: a handler that mutates its event in place must
-    # not change this state's input, which ResultPath and retries still use.
+    # not change this state's input, which ResultPath and retries still use. In mpk
+    # mode the function makes that copy in its own heap (private_heaps.py), and an
+    # invocation placed anywhere else crosses a process boundary as JSON.
+    if flow.execution.options.isolation == MPK:
+        return effective, function, event
     return effective, function, detach(event)
 
 
