@@ -28,7 +28,26 @@ KNOWN_CACHES: dict[str, tuple[str, ...]] = {
     "numpy._core._multiarray_umath": ("PyArrayIdentityHash_",),
 }
 
+# Module -> its module-level memo dicts: a function's entries are purged at each of its
+# exits (private_heaps._purge_caches), like re's cache.
+MEMO_DICTS: dict[str, tuple[str, ...]] = {
+    # xform_name: CamelCase -> snake_case names (API operations, endpoint functions).
+    "botocore": ("_xform_cache",),
+}
+
 _shared: set[str] = set()
+
+
+def memo_dicts() -> list[dict[object, object]]:
+    """The memo dicts of the known libraries loaded so far."""
+    found = []
+    for module_name, names in MEMO_DICTS.items():
+        module = sys.modules.get(module_name)
+        for name in names:
+            memo = getattr(module, name, None)
+            if type(memo) is dict:
+                found.append(memo)
+    return found
 
 
 def share_loaded() -> list[str]:

@@ -499,7 +499,8 @@ def _find_caches() -> None:
     import linecache
 
     strptime = sys.modules.get("_strptime")
-    caches = [re._cache, re._cache2, linecache.cache]  # type: ignore[attr-defined]
+    caches = [re._cache, re._cache2, linecache.cache,  # type: ignore[attr-defined]
+              *library_caches.memo_dicts()]
     if strptime is not None:
         caches.append(strptime._regex_cache)
     for wrapper in gc.get_objects():
