@@ -4,7 +4,7 @@ import decimal
 
 import pytest
 
-from faastlane.runtime.jsonvalue import NotJSONSerializable, detach
+from faastlane.runtime.jsonvalue import NotJSONSerializable, copy_event, detach
 
 
 def test_containers_are_copied_and_strings_shared() -> None:
@@ -51,3 +51,17 @@ def test_string_subclass_keys_and_values_are_kept() -> None:
         pass
 
     assert detach({Name("k"): Name("v")}) == {"k": "v"}
+
+
+def test_copy_event_copies_containers_shares_leaves_and_falls_back_to_detach() -> None:
+    text = "x" * 100
+    event = {"a": [text, 1, 2.5, None, True, {"b": []}], "n": 10**30}
+    copy = copy_event(event)
+    assert copy == event and copy is not event
+    assert copy["a"] is not event["a"] and copy["a"][5] is not event["a"][5]
+    assert copy["a"][0] is text and copy["n"] is event["n"]
+    # What JSON cannot hold as is goes through detach: its conversions and its errors.
+    assert copy_event({"t": (1, 2), "d": decimal.Decimal("2.5")}) == {"t": [1, 2], "d": 2.5}
+    with pytest.raises(NotJSONSerializable) as failure:
+        copy_event({"ok": [1], "bad": {1, 2}})
+    assert failure.value.where == "$.bad"

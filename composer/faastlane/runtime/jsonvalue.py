@@ -94,3 +94,21 @@ def _where(node: Any, path: str) -> str | None:
                 return found
         return None
     return path
+
+
+try:  # the cpython-mpk runtime copies containers in C; elsewhere detach does it
+    from _faastlane import copy_json as _copy_containers
+except ImportError:
+    _copy_containers = None
+
+
+def copy_event(value: Any) -> Any:
+    """A function's own copy of its event: its containers copied, its immutable leaves
+    shared, as :func:`detach` makes it (``_faastlane.copy_json`` does the same in C for
+    plain JSON values, ~3x faster; anything else goes through ``detach``)."""
+    if _copy_containers is not None:
+        try:
+            return _copy_containers(value)
+        except TypeError:
+            pass
+    return detach(value)

@@ -53,7 +53,7 @@ from typing import Any
 from . import domains, fault_reports, hardening, library_caches
 from .errors import StatesError
 from .functions import FunctionSpec, call_entry, failure, load_module, module_name
-from .jsonvalue import detach
+from .jsonvalue import copy_event, detach
 from .lambda_context import LambdaContext
 from .source_nodes import source_nodes
 
@@ -211,12 +211,8 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
 def _private_copy(event: Any) -> Any:
     """The function's own copy of its input, made in its heap: it may mutate it (Lambda
     handlers do), and nothing shared may end up holding what it puts there. Only the
-    containers are copied, in C; the immutable leaves stay shared (FINRA's 20 KB rule
-    inputs: ~4x cheaper than a marshal round trip, which copies every string too)."""
-    try:
-        return domains.native_module().copy_json(event)
-    except TypeError:  # not a plain value (a -Th branch may hand over anything)
-        return detach(event)
+    containers are copied (in C); the immutable leaves stay shared."""
+    return copy_event(event)
 
 
 def _copy_error(exc: StatesError) -> StatesError:

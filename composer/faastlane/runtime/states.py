@@ -31,7 +31,7 @@ from .errors import (
 )
 from .execution import MPK, Execution, ExecutionTimedOut
 from .forking import Outcome
-from .jsonvalue import detach
+from .jsonvalue import copy_event
 from .model import (
     Catcher,
     Choice,
@@ -323,7 +323,7 @@ def _task_call(state: Task, flow: DataFlow) -> tuple[Any, str, Any]:
     # invocation placed anywhere else crosses a process boundary as JSON.
     if flow.execution.options.isolation == MPK:
         return effective, function, event
-    return effective, function, detach(event)
+    return effective, function, copy_event(event)
 
 
 def _task_output(state: Task, flow: DataFlow, result: Any) -> Any:
