@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from probe_protocol import ProbeResult
+from probe_protocol import SEGV_PKUERR, SIGSEGV, ProbeResult
+
+
+def assert_owner_key_fault(r: ProbeResult) -> dict[str, int]:
+    """The child died reading, of a protection-key fault on the owner's key."""
+    assert r.signal == SIGSEGV, r.describe()
+    assert r.notes.get("about_to_read") is True and "read" not in r.notes, r.describe()
+    assert r.fault is not None and r.fault["code"] == SEGV_PKUERR, r.describe()
+    assert r.fault["pkey"] == r.notes["a_key"], r.describe()
+    assert r.fault["owner_slot"] == r.notes["a_slot"], r.describe()
+    return r.fault
 
 
 def check_shared_containers_grown_inside(r: ProbeResult) -> None:

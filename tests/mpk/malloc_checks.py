@@ -3,7 +3,7 @@ under QEMU."""
 
 from __future__ import annotations
 
-from probe_protocol import SEGV_PKUERR, SIGSEGV, ProbeResult
+from probe_protocol import ProbeResult
 
 # What a function allocates through C inside its private heap: all of it in the slot.
 PRIVATE = [
@@ -15,16 +15,6 @@ PRIVATE = [
 # What stays shared: the raw domain (numpy's dims/strides block comes from it) and what
 # glibc allocates on its caller's behalf.
 SHARED = ["numpy_dims", "raw", "strdup"]
-
-
-def assert_owner_key_fault(r: ProbeResult) -> dict[str, int]:
-    """The child died reading, of a protection-key fault on the owner's key."""
-    assert r.signal == SIGSEGV, r.describe()
-    assert r.notes.get("about_to_read") is True and "read" not in r.notes, r.describe()
-    assert r.fault is not None and r.fault["code"] == SEGV_PKUERR, r.describe()
-    assert r.fault["pkey"] == r.notes["a_key"], r.describe()
-    assert r.fault["owner_slot"] == r.notes["a_slot"], r.describe()
-    return r.fault
 
 
 def check_c_allocations_placement(r: ProbeResult) -> None:

@@ -7,8 +7,8 @@ checks as natively) pass with keys."""
 from __future__ import annotations
 
 import pytest
+from heap_checks import assert_owner_key_fault
 from malloc_checks import (
-    assert_owner_key_fault,
     check_bounded_cycles,
     check_c_allocations_placement,
     check_same_results,

@@ -7,9 +7,13 @@ the owner's key.  The controls show the same threads working normally.
 from __future__ import annotations
 
 import pytest
-from heap_checks import check_names_interned_inside, check_shared_containers_grown_inside
+from heap_checks import (
+    assert_owner_key_fault,
+    check_names_interned_inside,
+    check_shared_containers_grown_inside,
+)
 from heap_kinds import KINDS
-from probe_protocol import SEGV_ACCERR, SEGV_PKUERR, SIGSEGV, ProbeResult
+from probe_protocol import SEGV_ACCERR, SIGSEGV
 from probe_runs import HERE, ProbeRun, run_probes_in_qemu
 
 HEAP_PROBES = HERE / "heap_probes.py"
@@ -19,16 +23,6 @@ HEAP_PROBES = HERE / "heap_probes.py"
 def qemu_heap_probes(runtime: str) -> ProbeRun:
     """Every heap probe, keys required, run once inside QEMU's emulated PKU CPU."""
     return run_probes_in_qemu(runtime, HEAP_PROBES)
-
-
-def assert_owner_key_fault(r: ProbeResult) -> dict[str, int]:
-    """The child died reading, of a protection-key fault on the owner's key."""
-    assert r.signal == SIGSEGV, r.describe()
-    assert r.notes.get("about_to_read") is True and "read" not in r.notes, r.describe()
-    assert r.fault is not None and r.fault["code"] == SEGV_PKUERR, r.describe()
-    assert r.fault["pkey"] == r.notes["a_key"], r.describe()
-    assert r.fault["owner_slot"] == r.notes["a_slot"], r.describe()
-    return r.fault
 
 
 @pytest.mark.parametrize("kind", KINDS)
