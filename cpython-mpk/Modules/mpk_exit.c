@@ -445,4 +445,11 @@ _PyMPK_HoldersAmong(PyObject *candidates, uintptr_t base, size_t size)
     return refuse();
 }
 
+PyObject *
+_PyMPK_CopyContainers(PyObject *value)
+{
+    (void)value;
+    return refuse();
+}
+
 #endif /* Py_BUILD_CORE_BUILTIN */

@@ -98,7 +98,9 @@ def _where(node: Any, path: str) -> str | None:
 
 try:  # the cpython-mpk runtime copies containers in C; elsewhere detach does it
     from _faastlane import copy_json as _copy_containers
-except ImportError:
+
+    _copy_containers({})  # an extension-module build of _faastlane cannot
+except (ImportError, RuntimeError):
     _copy_containers = None
 
 
