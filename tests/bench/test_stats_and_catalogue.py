@@ -1,5 +1,6 @@
 """Statistics, output comparison and the workload catalogue."""
 
+import json
 import math
 
 import pytest
@@ -38,19 +39,23 @@ def test_volatile_fields_are_left_out_everywhere():
     assert catalogue.comparable("finra", one) == one
 
 
-def test_every_example_with_an_input_is_benchmarked():
-    names = {w.name for w in catalogue.example_workloads()}
-    assert {"finra", "healthcare", "sentiment"} <= names
-    finra = next(w for w in catalogue.example_workloads() if w.name == "finra")
+def test_every_example_with_an_input_is_benchmarked(tmp_path):
+    workloads = {w.name: w for w in catalogue.example_workloads(tmp_path)}
+    assert set(workloads) == {"finra", "healthcare", "sentiment", "ml-predict"}
+    finra = workloads["finra"]
     assert finra.size == 50 and finra.expected_file
+    # ml-predict's input is generated (not committed): into the run's scratch folder.
+    scan = workloads["ml-predict"].input_file
+    assert scan.startswith(str(tmp_path)) and json.loads(open(scan).read())["image"]
 
 
-def test_systems_include_the_full_system_only_when_it_differs():
-    finra = next(w for w in catalogue.example_workloads() if w.name == "finra")
+def test_systems_include_the_full_system_only_when_it_differs(tmp_path):
+    finra = next(w for w in catalogue.example_workloads(tmp_path) if w.name == "finra")
     names = [s.name for s in catalogue.systems_for(finra)]
     assert names == ["Faastlane-NS", "Faastlane (process)", "Faastlane-Th", "Faastlane-P",
                      "OpenWhisk-style", "StepFunctions-style"]
-    sentiment = next(w for w in catalogue.example_workloads() if w.name == "sentiment")
+    sentiment = next(w for w in catalogue.example_workloads(tmp_path)
+                     if w.name == "sentiment")
     assert "Faastlane (process)" not in [s.name for s in catalogue.systems_for(sentiment)]
 
 

@@ -279,7 +279,7 @@ def plan_workloads(config: Config, scratch: Path, only: list[str] | None
                    ) -> list[tuple[Workload, list[SystemSpec], int, bool]]:
     """Every (workload, systems, rounds, with throughput) of this run."""
     planned = []
-    for workload in example_workloads():
+    for workload in example_workloads(scratch):
         planned.append((workload, systems_for(workload), config.rounds, True))
     rules = () if config.quick else (100, 150, 200)
     for workload in finra_scalability(scratch, rules):
