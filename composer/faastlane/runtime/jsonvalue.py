@@ -47,6 +47,19 @@ def _key(key: Any) -> str:
     raise _Rejected(key)
 
 
+def decimal_number(value: decimal.Decimal) -> int | float:
+    """A Decimal as awslambdaric's encoder writes it: an int when integral, else a float."""
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def lambda_default(value: Any) -> Any:
+    """``json.dumps``'s ``default`` with awslambdaric's rules: a Decimal is a number,
+    anything else outside JSON's types is not serializable."""
+    if isinstance(value, decimal.Decimal):
+        return decimal_number(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def detach(value: Any) -> Any:
     """A copy of ``value`` made of dict/list/str/int/float/bool/None, or raise.
 
@@ -70,7 +83,7 @@ def _copy(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_copy(v) for v in value]
     if isinstance(value, decimal.Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
+        return decimal_number(value)
     raise _Rejected(value)
 
 

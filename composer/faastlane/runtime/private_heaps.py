@@ -33,7 +33,6 @@ from __future__ import annotations
 import abc
 import ast
 import codecs
-import decimal
 import gc
 import importlib
 import json
@@ -53,7 +52,7 @@ from typing import Any
 from . import domains, fault_reports, hardening, library_caches
 from .errors import StatesError
 from .functions import FunctionSpec, call_entry, failure, load_module, module_name
-from .jsonvalue import copy_event, detach
+from .jsonvalue import copy_event, detach, lambda_default
 from .lambda_context import LambdaContext
 from .source_nodes import source_nodes
 
@@ -146,17 +145,10 @@ def _promote(value: Any) -> Any:
     ``call_shared``: the shared heap), checked as Lambda's encoder checks a result:
     json.dumps reads the private value, json.loads builds the copy -- both in C."""
     try:
-        return json.loads(json.dumps(value, default=_lambda_default))
+        return json.loads(json.dumps(value, default=lambda_default))
     except TypeError:
         detach(value)  # raises NotJSONSerializable saying where in the value
         raise
-
-
-def _lambda_default(value: Any) -> Any:
-    # awslambdaric serialises Decimal as a number; nothing else outside JSON's types.
-    if isinstance(value, decimal.Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None,
