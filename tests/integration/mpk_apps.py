@@ -26,6 +26,30 @@ def my_slot():
     return None if domain is None else domain.slot
 """
 
+# Makes boto3 clients at module level and when invoked (no request is sent).
+AWS = """
+        import sys
+
+        import boto3
+
+        # Module-level client, as Lambda handlers make them: boto3's default session is
+        # made here, the function's own (module_instances.py).
+        CLIENT = boto3.client("dynamodb", region_name="us-east-1",
+                              endpoint_url="http://127.0.0.1:9")
+
+        def handler(event, context):
+            from boto3 import DEFAULT_SESSION
+            later = boto3.client("sns", region_name="us-east-1",
+                                 endpoint_url="http://127.0.0.1:9")
+            return {"session_in_my_slot": slot_of(boto3.DEFAULT_SESSION) == my_slot(),
+                    "client_in_my_slot": slot_of(CLIENT) == my_slot(),
+                    "same_session": DEFAULT_SESSION is boto3.DEFAULT_SESSION,
+                    "shared_module_untouched": sys.modules["boto3"].DEFAULT_SESSION is None,
+                    "session_address": id(boto3.DEFAULT_SESSION), "slot": my_slot(),
+                    "services": [CLIENT.meta.service_model.service_name,
+                                 later.meta.service_model.service_name]}
+        """
+
 FUNCTIONS = {
     "Model": """
 
@@ -202,6 +226,31 @@ FUNCTIONS = {
         def handler(event, context):
             return {"bytes": ctypes.string_at(event["address"], 8).hex()}
         """,
+    # Process-wide registries the standard library fills on first use: each entry made
+    # shared (a private one in a shared registry is an escape, and faults the next user).
+    "Registries": """
+        import contextvars, copy, ssl, urllib.parse
+
+        VAR = contextvars.ContextVar("faastlane_test_var", default="unset")
+        VAR.set("set at import")  # in the function's own base context
+
+        def handler(event, context):
+            seen = VAR.get()
+            VAR.set("set by an invocation")  # in this invocation's copy only
+            # A Flag combination no one made before: a member cached in the shared class.
+            options = ssl.Options.OP_NO_TICKET | ssl.Options.OP_NO_RENEGOTIATION | \
+                ssl.Options.OP_CIPHER_SERVER_PREFERENCE
+            # copy stores the class's __slotnames__ in the shared class on first use.
+            split = copy.copy(urllib.parse.urlsplit("http://example.com/a"))
+            tls = ssl.create_default_context()  # OpenSSL's method store: warmed shared
+            return {"seen": seen, "flag_shared": slot_of(options) is None,
+                    "slotnames_shared":
+                        slot_of(type(split).__dict__["__slotnames__"]) is None,
+                    "tls_context_in_my_slot": slot_of(tls) == my_slot(),
+                    "host": split.hostname}
+        """,
+    "AwsA": AWS,
+    "AwsB": AWS,
 }
 
 
@@ -222,9 +271,15 @@ WARM = chain(
     ("Finalize", task("Finalize", ResultPath="$.finalize")),
     ("UrlsA", task("UrlsA", ResultPath="$.urls_a")),
     ("UrlsB", task("UrlsB", ResultPath="$.urls_b")),
+    ("Registries1", task("Registries", ResultPath="$.registries1")),
+    ("Registries2", task("Registries", ResultPath="$.registries2")),
 )
 
 ESCAPE = chain(("Escape", task("Escape")), ("After", task("Fail")))
+
+# Two functions of the same file, each making boto3 clients, each invoked twice.
+BOTO3 = chain(*((f"{name}{i}", task(f"Aws{name}", ResultPath=f"$.{name.lower()}{i}"))
+                for i in (1, 2) for name in ("A", "B")))
 
 # A failed function, caught, then a clean one, then the same function succeeding.
 FAIL_THEN_CLEAN = chain(

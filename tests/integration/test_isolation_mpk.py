@@ -17,6 +17,7 @@ import pytest
 
 from .apps import chain, faastlane, task, write_app
 from .mpk_apps import (
+    BOTO3,
     BREAKOUT,
     CTYPES_PEEK,
     ESCAPE,
@@ -64,10 +65,34 @@ def test_warm_state_stays_in_each_functions_heap(tmp_path: Path) -> None:
     # A shared lru_cache used by two functions in turn: the second found the cache
     # without the first one's entry (purged at its exit; under keys it would fault).
     assert out["urls_a"]["host"] == "ab.a.example" and out["urls_b"] == {"host": "ef.b.example"}
+    # Registries filled on first use hold shared entries; context variables set at
+    # import are seen by every invocation, those set by one invocation by none after.
+    assert out["registries1"] == out["registries2"] == {
+        "seen": "set at import", "flag_shared": True, "slotnames_shared": True,
+        "tls_context_in_my_slot": True, "host": "example.com"}
     # A result is promoted by value: the next function sees it, its containers copied
     # into its own heap (it may mutate them), its immutable leaves shared.
     assert out["consumed"] == {"text": "made by Produce " * 3, "items": [0, 1, 2, 3, 4],
                                "input_copy_in_my_slot": True, "input_text_shared": True}
+
+
+def test_each_function_gets_its_own_boto3_default_session(tmp_path: Path) -> None:
+    """``boto3.client()`` makes its default session in the calling function's heap
+    (module_instances.py): one per function, reused warm, the shared module untouched,
+    and no shared object left pointing into any heap (no set-up escape reported)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    done = faastlane("run", str(write_mpk_app(tmp_path / "app", BOTO3)), "--input", "{}",
+                     *MPK, env=env)
+    assert done.code == 0, done.stderr
+    assert "pointing into its private heap" not in done.stderr
+    out = json.loads(done.stdout)
+    for result in (out[k] for k in ("a1", "b1", "a2", "b2")):
+        assert result["session_in_my_slot"] and result["client_in_my_slot"], result
+        assert result["same_session"] and result["shared_module_untouched"], result
+        assert result["services"] == ["dynamodb", "sns"]
+    assert out["a1"]["session_address"] == out["a2"]["session_address"]
+    assert out["a1"]["session_address"] != out["b1"]["session_address"]
+    assert out["a1"]["slot"] != out["b1"]["slot"]
 
 
 def test_trace_and_plan_show_the_mode(tmp_path: Path) -> None:

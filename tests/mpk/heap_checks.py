@@ -31,3 +31,12 @@ def check_names_interned_inside(r: ProbeResult) -> None:
     assert (r.notes["built_inside"], r.notes["interned_shared"]) == (1, 1)
     assert (r.notes["lookup"], r.notes["attr"]) == (True, 7)
     assert r.notes["attr_key_slot"] == [None]
+
+
+def check_state_made_on_first_use(r: ProbeResult) -> None:
+    """Per-object state made on first use inside a domain lives with its owner."""
+    assert r.exit_code == 0 and r.error is None, r.describe()
+    assert r.notes["private"] == [0] * 7 and r.notes["own_dict_private"] == 1
+    assert r.notes["read"] == [0, 0, 2, 0, 0, 1, True]
+    assert r.notes["subclass_table_slot"] is None
+    assert r.notes["subclassed_outside"] == "Outside"

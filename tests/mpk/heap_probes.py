@@ -253,6 +253,72 @@ def names_interned_inside_a_domain_are_shared_copies(note: Note) -> None:
     note("attr_key_slot", [_faastlane.slot_of(id(k)) for k in vars(target)])
 
 
+def _shared_function(x):  # type: ignore[no-untyped-def]  # no annotations: on purpose
+    return x + 1
+
+
+def _annotated(x: int) -> int:
+    return x
+
+
+class _NoAnnotations:
+    pass
+
+
+class _NoSubclasses:
+    pass
+
+
+def _type_slot(cls: type, index: int) -> int:
+    """Word ``index`` of a PyTypeObject (3.13 layout: tp_base 32, tp_bases 42, tp_mro 43,
+    tp_subclasses 45)."""
+    return ctypes.c_void_p.from_address(id(cls) + 8 * index).value or 0
+
+
+def state_made_on_first_use_lives_with_its_owner(note: Note) -> None:
+    """What an object makes for itself on first use (patches 0008, 0010) -- a shared
+    function's ``__dict__`` and ``__annotations__``, a class's and a module's
+    ``__annotations__``, a code object's ``co_varnames``/``co_code`` caches, a class's
+    table of subclasses -- is made where the object lives: made first by a function
+    thread (inspect.signature reads them; botocore subclasses BaseClient for every
+    client), it stays shared and usable by everyone after the exit gate; a function's
+    own function keeps its dict private."""
+    import types
+
+    module = types.ModuleType("shared_module")
+    code = _shared_function.__code__
+    a = heap_domain(note, "a")
+    box = Box()
+
+    def body() -> None:
+        made = [_shared_function.__dict__, _shared_function.__annotations__,
+                _annotated.__annotations__, _NoAnnotations.__annotations__,
+                module.__annotations__, code.co_varnames, code.co_code]
+        for i, obj in enumerate(made):
+            box[i] = 0 if _faastlane.slot_of(id(obj)) is None else 1
+
+        def own() -> None:
+            pass
+
+        own_dict = own.__dict__
+        keep(own)
+        box[8] = 1 if _faastlane.slot_of(id(own_dict)) == a.slot else 0
+        keep(type("Sub", (_NoSubclasses,), {}))
+
+    assert (_type_slot(_NoSubclasses, 32), _type_slot(_NoSubclasses, 42),
+            _type_slot(_NoSubclasses, 43)) == (id(object), id(_NoSubclasses.__bases__),
+                                               id(_NoSubclasses.__mro__))
+    in_thread(lambda: _inside(a, body))
+    note("subclass_table_slot", _faastlane.slot_of(_type_slot(_NoSubclasses, 45)))
+    note("private", [int(box[i]) for i in range(7)])
+    note("own_dict_private", int(box[8]))
+    note("about_to_read", True)
+    note("read", [len(_shared_function.__dict__), len(_shared_function.__annotations__),
+                  len(_annotated.__annotations__), len(_NoAnnotations.__annotations__),
+                  len(module.__annotations__), len(code.co_varnames), len(code.co_code) > 0])
+    note("subclassed_outside", type("Outside", (_NoSubclasses,), {}).__name__)
+
+
 def two_domains_live_at_once_interleave_without_faults(note: Note) -> None:
     a = heap_domain(note, "a")
     b = heap_domain(note, "b")
@@ -404,6 +470,7 @@ COMMON: list[Probe] = [
     two_domains_live_at_once_interleave_without_faults,
     cycles_made_inside_a_domain_are_collected_inside_it,
     fifty_sequential_private_heaps_recycle_keys,
+    state_made_on_first_use_lives_with_its_owner,
 ]
 
 WITH_KEYS: list[Probe] = [

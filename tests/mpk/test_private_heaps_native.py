@@ -7,7 +7,11 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from heap_checks import check_names_interned_inside, check_shared_containers_grown_inside
+from heap_checks import (
+    check_names_interned_inside,
+    check_shared_containers_grown_inside,
+    check_state_made_on_first_use,
+)
 from heap_kinds import KINDS
 from probe_protocol import parse_results
 from probe_runs import HERE, ProbeRun, run_probes
@@ -100,3 +104,7 @@ def test_protection_domain_wrapper_gives_a_private_heap(runtime: str) -> None:
         "d.destroy(); plain.destroy()\n"
     )
     assert _run(runtime, code) == "True False 0"
+
+
+def test_state_made_on_first_use_lives_with_its_owner(native_heap_probes: ProbeRun) -> None:
+    check_state_made_on_first_use(native_heap_probes["state_made_on_first_use_lives_with_its_owner"])

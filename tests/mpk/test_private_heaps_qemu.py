@@ -11,6 +11,7 @@ from heap_checks import (
     assert_owner_key_fault,
     check_names_interned_inside,
     check_shared_containers_grown_inside,
+    check_state_made_on_first_use,
 )
 from heap_kinds import KINDS
 from probe_protocol import SEGV_ACCERR, SIGSEGV
@@ -122,3 +123,7 @@ def test_shared_containers_grown_inside_a_domain_stay_readable_outside(
 def test_names_interned_inside_a_domain_are_shared_copies(qemu_heap_probes: ProbeRun) -> None:
     r = qemu_heap_probes["names_interned_inside_a_domain_are_shared_copies"]
     check_names_interned_inside(r)
+
+
+def test_state_made_on_first_use_lives_with_its_owner(qemu_heap_probes: ProbeRun) -> None:
+    check_state_made_on_first_use(qemu_heap_probes["state_made_on_first_use_lives_with_its_owner"])

@@ -8,18 +8,20 @@ private_heaps.py purges:
 - caches that C extensions grow on whichever thread needs a new entry: the code that
   grows them allocates in the shared heap (``_faastlane.share_allocations_of``), found by
   symbol when the library is loaded;
-- state that Python libraries create on first use: warmed outside every domain when the
-  functions load (boto3's default session and the service models it loads).
+- memo dicts that Python libraries fill as they go (botocore's name conversions): each
+  function's entries are purged at its exits.
+
+Library state that belongs to its caller (boto3's default session) is not shared but
+made per function: module_instances.py.
 """
 
 from __future__ import annotations
 
-import ast
+import os
 import sys
 
 from . import domains
 from .elf_symbols import code_ranges
-from .source_nodes import source_nodes
 
 # Extension module -> the functions (name prefixes) that allocate its shared caches.
 KNOWN_CACHES: dict[str, tuple[str, ...]] = {
@@ -69,31 +71,32 @@ def share_loaded() -> list[str]:
     return warnings
 
 
-def warm(sources: list[str]) -> None:
-    """Create, outside every domain, the library state the functions' module set-up and
-    calls would otherwise create privately (``sources``: their files)."""
-    boto3 = sys.modules.get("boto3")
-    if boto3 is not None:
-        _warm_boto3(boto3, _aws_services(sources))
+# Certificate bundles clients load into their TLS contexts, besides the system's.
+_CA_BUNDLE_VARIABLES = ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
+_warmed_openssl = False
 
 
-def _warm_boto3(boto3: object, services: set[str]) -> None:
-    """boto3's default session is made by the first ``boto3.client()``; its event
-    handlers, credentials and botocore's loader cache (service models, endpoints) are
-    shared by every client made from it. Made here, from the same environment."""
-    if getattr(boto3, "DEFAULT_SESSION", None) is None:
-        boto3.setup_default_session()  # type: ignore[attr-defined]
-    session = boto3.DEFAULT_SESSION  # type: ignore[attr-defined]
-    for service in sorted(services):
+def warm_openssl() -> None:
+    """OpenSSL keeps process-wide caches it fills on first use: the algorithms a TLS
+    context fetches (ciphers, digests, the PEM and DER decoders that read certificates)
+    are cached in its method store, a hash table every later fetch walks. Made inside a
+    domain (botocore makes a TLS context with every client), the entries are private
+    and the next function's fetch faults on them. So once ``ssl`` is loaded, a client
+    context with the system's and the configured CA bundles is made here, outside
+    every domain. Algorithms only a TLS handshake fetches are not warmed
+    (PRIVATE_HEAPS.md section 8)."""
+    global _warmed_openssl
+    ssl = sys.modules.get("ssl")
+    if ssl is None or _warmed_openssl:
+        return
+    _warmed_openssl = True
+    context = ssl.create_default_context()
+    bundles = {os.environ.get(name) for name in _CA_BUNDLE_VARIABLES}
+    certifi = sys.modules.get("certifi")
+    if certifi is not None:
+        bundles.add(certifi.where())
+    for bundle in sorted(b for b in bundles if b and os.path.isfile(b)):
         try:
-            session.client(service)
-        except Exception:  # noqa: BLE001 - the function's own call reports the problem
-            pass
-
-
-def _aws_services(sources: list[str]) -> set[str]:
-    """Service names the sources pass to ``client("...")`` or ``resource("...")``."""
-    return {node.args[0].value for node in source_nodes(sources)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ("client", "resource") and node.args
-            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)}
+            context.load_verify_locations(bundle)
+        except (OSError, ssl.SSLError):
+            pass  # the client that loads it reports the problem

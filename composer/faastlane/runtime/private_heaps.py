@@ -33,12 +33,16 @@ from __future__ import annotations
 import abc
 import ast
 import codecs
+import contextvars
+import copyreg
+import enum
 import gc
 import importlib
 import json
 import logging
 import os
 import pkgutil
+import platform
 import re
 import struct
 import sys
@@ -49,7 +53,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import domains, fault_reports, hardening, library_caches
+from . import domains, fault_reports, hardening, library_caches, module_instances
+from .workers import POOL
 from .errors import StatesError
 from .functions import FunctionSpec, call_entry, failure, load_module, module_name
 from .jsonvalue import copy_event, detach, lambda_default
@@ -95,8 +100,10 @@ class DomainFunction:
 
     spec: FunctionSpec
     domain: domains.ProtectionDomain
-    # [module]: a shared list holding the private module, read only inside the domain
-    # (the module is kept out of sys.modules, which code outside iterates).
+    # [module, instances, context]: a shared list holding the private module, the
+    # function's module instances (module_instances.py) and its base context (context
+    # variables its module set-up set), read only inside the domain (the module is kept
+    # out of sys.modules, which code outside iterates).
     holder: list[Any] = field(default_factory=list, repr=False)
     own_modules: frozenset[str] = frozenset()  # sys.modules entries made inside
     # Top-level names of the modules in the function's own files: imported privately.
@@ -118,6 +125,7 @@ class DomainFunction:
             raise IsolationError(self.spec.name, self.escaped)
         # Set outside the domain: an int or a thread's dict made inside would be private.
         _running.own = self.own_names
+        _running.fn = self
         self.invocations += 1
         check = _check_due(self)
         start = time.perf_counter()
@@ -192,7 +200,10 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
     entry = getattr(fn.holder[0], fn.spec.entry)
     try:
         with hardening.function_scope(fn.spec.name):
-            result = call_entry(entry, fn.spec.style, _private_copy(event), context)
+            # In a copy of its base context, as asyncio runs a task: what it sets in
+            # context variables stays in its heap, not in the thread's shared context.
+            result = fn.holder[2].copy().run(call_entry, entry, fn.spec.style,
+                                             _private_copy(event), context)
         return call_shared(_promote, result)
     except StatesError:
         raise
@@ -354,16 +365,19 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
     _import_dependencies(root, spec)
     for warning in library_caches.share_loaded():
         sys.stderr.write(f"[faastlane] {warning}\n")
-    library_caches.warm(_own_files(root, spec))
+    library_caches.warm_openssl()
     _find_caches()
     fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True),
                         keep_escapes=keep_escapes)
     fault_reports.announce(fn.domain.slot, fn.domain.key, spec.name)
     name = module_name(spec, MODULE_PREFIX)
     fn.own_names = _own_names(root, spec)
-    _running.own = fn.own_names
     try:
-        error = fn.domain.run_sealed(_load_inside, root, fn, name)
+        # On the function's own warm thread, the one its invocations run on: what C
+        # libraries keep per thread (OpenSSL's error queue, made on first use) is then
+        # made in its heap and only ever used by it -- loading every function on one
+        # thread, the second function read the first one's.
+        error = POOL.run(spec.name, lambda: _load_on_own_thread(root, fn, name))
     except BaseException:
         fn.domain.destroy()  # nothing shared refers into it yet
         raise
@@ -374,13 +388,25 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
     return fn
 
 
+def _load_on_own_thread(root: str, fn: DomainFunction, name: str) -> StatesError | None:
+    # Set outside the domain, like invoke() does.
+    _running.own = fn.own_names
+    _running.fn = fn
+    return fn.domain.run_sealed(_load_inside, root, fn, name)
+
+
 def _load_inside(root: str, fn: DomainFunction, name: str) -> StatesError | None:
     """Import the module in the domain; record the sys.modules entries it made."""
     before = len(sys.modules)
+    # The module's set-up runs in the function's own context (a context variable set
+    # there -- botocore's client context, decimal's -- stays private and visible to
+    # its invocations): the thread's shared context would hold its private values.
+    base = contextvars.Context()
+    fn.holder[:] = [None, {}, base]
     try:
         with hardening.function_scope(fn.spec.name):
-            module = load_module(root, fn.spec, name)
-        fn.holder.append(module)
+            module = base.run(load_module, root, fn.spec, name)
+        fn.holder[0] = module
         del sys.modules[name]
         if not callable(getattr(fn.holder[0], fn.spec.entry, None)):
             raise StatesError("Runtime.HandlerNotFound",
@@ -439,6 +465,7 @@ def _warm_shared_state() -> None:
         return
     _warmed = True
     _route_c_malloc()
+    module_instances.install(_function_instances)
     for name in _WARM_CODECS:
         codecs.lookup(name)
     for module in ("_strptime", "linecache", "traceback", "decimal", "encodings.idna"):
@@ -446,6 +473,9 @@ def _warm_shared_state() -> None:
             importlib.import_module(module)
         except ImportError:
             pass
+    # platform caches what it learns (uname, the interpreter's version) in its globals.
+    platform.uname()
+    platform.python_implementation()
     _share_registries()
 
 
@@ -508,7 +538,9 @@ def _share_registries() -> None:
     """Make the standard library's process-wide registries allocate shared.
 
     An ``isinstance`` check against an ABC caches a weak reference to the checked class
-    in the ABC; ``logging.getLogger`` registers the new logger in the manager's table.
+    in the ABC; ``logging.getLogger`` registers the new logger in the manager's table;
+    an ``enum.Flag`` caches every combination of its members it makes; ``copy`` and
+    ``pickle`` store a class's ``__slotnames__`` in the class on first use.
     Made inside a domain, those objects would be private yet reachable from shared
     state -- escapes, and faults for the next function that walks the registry. What
     they hold is type and configuration, not a function's data: they are made shared.
@@ -518,6 +550,8 @@ def _share_registries() -> None:
     for name in ("__instancecheck__", "__subclasscheck__"):
         setattr(abc.ABCMeta, name, _shared_method(getattr(abc.ABCMeta, name)))
     logging.Manager.getLogger = _shared_method(logging.Manager.getLogger)  # type: ignore
+    enum.Flag._missing_ = classmethod(_shared_flag_missing(enum.Flag._missing_.__func__))  # type: ignore
+    copyreg._slotnames = _shared_method(copyreg._slotnames)  # type: ignore[attr-defined]
     weakref.finalize._select_for_exit = classmethod(_shared_finalizers_for_exit)  # type: ignore
 
 
@@ -532,7 +566,16 @@ def _shared_finalizers_for_exit(cls: type) -> list[Any]:
     return [f for f, _ in due]
 
 
-_running = threading.local()  # .own: the own_names of the function on this thread
+_running = threading.local()  # .own, .fn: the function on this thread, its own_names
+
+
+def _function_instances() -> dict[str, Any] | None:
+    """The running function's module instances; None outside its domain."""
+    fn = getattr(_running, "fn", None)
+    if fn is None or domains.native_module().current_domain() is not fn.domain._domain:
+        return None
+    instances: dict[str, Any] = fn.holder[1]
+    return instances
 
 
 def _find_and_load_shared(find_and_load: Callable[..., Any]) -> Callable[..., Any]:
@@ -552,6 +595,21 @@ def _find_and_load_shared(find_and_load: Callable[..., Any]) -> Callable[..., An
         return native.call_shared(load_shared, name, import_)
 
     return find_and_load_shared
+
+
+def _shared_flag_missing(missing: Callable[[type, int], Any]) -> Callable[[type, int], Any]:
+    """``Flag._missing_`` making, in the shared heap, the member for a combination of
+    flags (``ssl.Options.OP_NO_SSLv2 | ...``) that it caches in the shared class --
+    keyed by a shared copy of the value, which the caller may have made privately."""
+    native = domains.native_module()
+
+    def make(cls: type, value: int) -> Any:
+        return missing(cls, _promote(value))
+
+    def shared_missing(cls: type, value: int) -> Any:
+        return native.call_shared(make, cls, value)
+
+    return shared_missing
 
 
 def _shared_method(method: Callable[..., Any]) -> Callable[..., Any]:
