@@ -494,20 +494,12 @@ huge_alloc(struct _PyMPK_Heap *heap, size_t need, int *zeroed)
     return finish_block(addr, size, MAGIC_HUGE);
 }
 
-/* Give an extent back, merged with free neighbours; it stays dirty for
- * reuse while the heap holds less than MAX_DIRTY such bytes. */
+/* Record a free extent, merged with free neighbours (a dirty one is
+ * already counted in dirty_bytes). */
 static void
-huge_free(struct _PyMPK_Heap *heap, uintptr_t addr, size_t size)
+extent_insert(struct _PyMPK_Heap *heap, uintptr_t addr, size_t size, int zeroed)
 {
     size_t i = 0;
-    int zeroed = 0;
-    if (heap->dirty_bytes + size > MAX_DIRTY) {
-        zero_pages(addr, size);
-        zeroed = 1;
-    }
-    else {
-        heap->dirty_bytes += size;
-    }
     while (i < heap->nextents && heap->extents[i].addr < addr) {
         i++;
     }
@@ -545,6 +537,73 @@ huge_free(struct _PyMPK_Heap *heap, uintptr_t addr, size_t size)
     heap->extents[i].size = size;
     heap->extents[i].zeroed = zeroed;
     heap->nextents++;
+}
+
+/* Give an extent back; it stays dirty for reuse while the heap holds less
+ * than MAX_DIRTY such bytes. */
+static void
+huge_free(struct _PyMPK_Heap *heap, uintptr_t addr, size_t size)
+{
+    int zeroed = 0;
+    if (heap->dirty_bytes + size > MAX_DIRTY) {
+        zero_pages(addr, size);
+        zeroed = 1;
+    }
+    else {
+        heap->dirty_bytes += size;
+    }
+    extent_insert(heap, addr, size, zeroed);
+}
+
+/* Grow a page-extent block in place to hold `size` payload bytes, from the
+ * free extent right after it or from fresh slot memory that happens to
+ * follow it (a growing list or buffer allocated last); 0 if neither. */
+static int
+huge_grow(struct _PyMPK_Heap *heap, void *p, size_t size)
+{
+    size_t *header = (size_t *)((uintptr_t)p - HEADER);
+    size_t capacity = header[0];
+    size_t need = (size + HEADER + EXTENT_ROUND - 1) & ~(EXTENT_ROUND - 1);
+    uintptr_t end = (uintptr_t)header + capacity;
+    size_t more;
+
+    if ((header[1] & ~FROM_C) != MAGIC_HUGE || need <= size || need <= capacity) {
+        return 0;
+    }
+    more = need - capacity;
+    for (size_t i = 0; i < heap->nextents && heap->extents[i].addr <= end; i++) {
+        extent_t *e = &heap->extents[i];
+        if (e->addr != end || e->size < more) {
+            continue;
+        }
+        if (!e->zeroed) {
+            heap->dirty_bytes -= more;
+        }
+        e->addr += more;
+        e->size -= more;
+        if (e->size == 0) {
+            memmove(e, e + 1, (heap->nextents - i - 1) * sizeof(*e));
+            heap->nextents--;
+        }
+        goto grown;
+    }
+    void *fresh = slot_alloc(heap, more, PAGE);
+    if (fresh == NULL) {
+        return 0;
+    }
+    if ((uintptr_t)fresh != end) {
+        extent_insert(heap, (uintptr_t)fresh, more, 1);  /* fresh: zeroed */
+        return 0;
+    }
+grown:
+    header[0] = need;
+    if (header[1] & FROM_C) {
+        heap->stats.malloc_bytes += more;
+    }
+    else {
+        heap->stats.large_bytes += more;
+    }
+    return 1;
 }
 
 /* A block with at least `size` payload bytes; the lock is held.  `from_c`
@@ -673,7 +732,17 @@ block_realloc(struct _PyMPK_Heap *heap, void *p, size_t size, int from_c)
     if (base == p && size <= usable && (size >= usable / 2 || usable <= 1024)) {
         return p;
     }
-    q = block_alloc(heap, size, 0, from_c);
+    if (base == p && size > usable && huge_grow(heap, p, size)) {
+        return p;
+    }
+    /* A block that grows tends to grow again (a list being appended to, a
+     * buffer being filled): a quarter more room lets the next growths happen
+     * in place, as glibc's realloc extends a chunk into free space. */
+    size_t want = size;
+    if (size > usable && size + size / 4 > size) {
+        want = size + size / 4;
+    }
+    q = block_alloc(heap, want, 0, from_c);
     if (q == NULL) {
         return NULL;
     }

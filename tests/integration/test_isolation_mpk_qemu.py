@@ -117,7 +117,8 @@ def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]
 
 def _output(guest: dict[str, dict[str, Any]], name: str, code: int = 0) -> Any:
     case = guest[name]
-    assert case["code"] == code, f"{name}: exit {case['code']}\n{case['stderr']}"
+    assert case["code"] == code, (f"{name}: exit {case['code']}\n{case['stdout'][-3000:]}\n"
+                                  f"{case['stderr'][-3000:]}")
     return json.loads(case["stdout"])
 
 

@@ -40,3 +40,9 @@ def check_state_made_on_first_use(r: ProbeResult) -> None:
     assert r.notes["read"] == [0, 0, 2, 0, 0, 1, True]
     assert r.notes["subclass_table_slot"] is None
     assert r.notes["subclassed_outside"] == "Outside"
+
+
+def check_fork_leaves_domain_thread_state(r: ProbeResult) -> None:
+    """A forked child does not clear a domain thread's state: exits 0, no finalizer."""
+    assert r.exit_code == 0 and r.error is None, r.describe()
+    assert r.notes["child_status"] == 0 and r.notes["finalized_in_child"] == ""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import sys
 import threading
 import time
@@ -319,6 +320,40 @@ def state_made_on_first_use_lives_with_its_owner(note: Note) -> None:
     note("subclassed_outside", type("Outside", (_NoSubclasses,), {}).__name__)
 
 
+def fork_leaves_a_domain_threads_state_alone(note: Note) -> None:
+    """A thread that used a shared ``threading.local`` inside its domain (botocore does)
+    holds the function's objects in its thread state: the local's per-thread dict. When
+    another thread forks, the child deletes every other thread's state (patch 0011): it
+    must not clear that one -- clearing reads the function's heap, a fault under keys.
+    The child exits cleanly and runs no finalizer of the function's objects."""
+    local = threading.local()
+    a = heap_domain(note, "a")
+    read_fd, write_fd = os.pipe()
+    parked, release = threading.Event(), threading.Event()
+
+    class Finalized:
+        def __del__(self) -> None:
+            os.write(write_fd, b"cleared")
+
+    def body() -> None:
+        local.value = Finalized()
+
+    def serve() -> None:  # a warm worker: served its function, now parked
+        _inside(a, body)
+        parked.set()
+        release.wait()
+
+    threading.Thread(target=serve, daemon=True).start()
+    parked.wait()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    os.close(write_fd)
+    note("child_status", status)
+    note("finalized_in_child", os.read(read_fd, 64).decode())
+
+
 def two_domains_live_at_once_interleave_without_faults(note: Note) -> None:
     a = heap_domain(note, "a")
     b = heap_domain(note, "b")
@@ -471,6 +506,7 @@ COMMON: list[Probe] = [
     cycles_made_inside_a_domain_are_collected_inside_it,
     fifty_sequential_private_heaps_recycle_keys,
     state_made_on_first_use_lives_with_its_owner,
+    fork_leaves_a_domain_threads_state_alone,
 ]
 
 WITH_KEYS: list[Probe] = [

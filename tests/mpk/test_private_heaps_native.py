@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 from heap_checks import (
+    check_fork_leaves_domain_thread_state,
     check_names_interned_inside,
     check_shared_containers_grown_inside,
     check_state_made_on_first_use,
@@ -108,3 +109,7 @@ def test_protection_domain_wrapper_gives_a_private_heap(runtime: str) -> None:
 
 def test_state_made_on_first_use_lives_with_its_owner(native_heap_probes: ProbeRun) -> None:
     check_state_made_on_first_use(native_heap_probes["state_made_on_first_use_lives_with_its_owner"])
+
+
+def test_fork_leaves_a_domain_threads_state_alone(native_heap_probes: ProbeRun) -> None:
+    check_fork_leaves_domain_thread_state(native_heap_probes["fork_leaves_a_domain_threads_state_alone"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from heap_checks import (
     assert_owner_key_fault,
+    check_fork_leaves_domain_thread_state,
     check_names_interned_inside,
     check_shared_containers_grown_inside,
     check_state_made_on_first_use,
@@ -127,3 +128,7 @@ def test_names_interned_inside_a_domain_are_shared_copies(qemu_heap_probes: Prob
 
 def test_state_made_on_first_use_lives_with_its_owner(qemu_heap_probes: ProbeRun) -> None:
     check_state_made_on_first_use(qemu_heap_probes["state_made_on_first_use_lives_with_its_owner"])
+
+
+def test_fork_leaves_a_domain_threads_state_alone(qemu_heap_probes: ProbeRun) -> None:
+    check_fork_leaves_domain_thread_state(qemu_heap_probes["fork_leaves_a_domain_threads_state_alone"])
