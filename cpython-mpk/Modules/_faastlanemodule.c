@@ -809,6 +809,12 @@ faastlane_copy_json(PyObject *module, PyObject *value)
     return _PyMPK_CopyContainers(value);
 }
 
+static PyObject *
+faastlane_promote_json(PyObject *module, PyObject *value)
+{
+    return _PyMPK_PromoteJSON(value);
+}
+
 static PyMethodDef read_pkru_def = {
     "read_pkru", faastlane_read_pkru, METH_NOARGS,
     "read_pkru()\n--\n\nThe calling thread's PKRU register (RDPKRU).  "
@@ -860,6 +866,11 @@ static PyMethodDef faastlane_methods[] = {
      "copy_json(value)\n--\n\nA copy of a JSON value's dicts and lists, made by this "
      "thread's allocator (inside a domain: its private heap), sharing the\nimmutable "
      "str/int/float/bool/None leaves.  TypeError for anything else."},
+    {"promote_json", faastlane_promote_json, METH_O,
+     "promote_json(value)\n--\n\nA deep copy of a plain JSON value (exact dict "
+     "with str keys, list, tuple as a list, str, int, float, bool, None) made "
+     "by this thread's allocator: containers always, leaves only when they "
+     "live in a private heap.  TypeError for anything else."},
     {"call_shared", (PyCFunction)(void (*)(void))faastlane_call_shared,
      METH_FASTCALL,
      "call_shared(callable, *args)\n--\n\nCall callable(*args) with this "

@@ -13,6 +13,9 @@
  * compares addresses; it never dereferences a pointer into the slot, so it is
  * safe on any thread, inside the domain or not.
  *
+ * Results are promoted in C when they are plain JSON values (_PyMPK_PromoteJSON):
+ * the containers and the private leaves are copied, shared leaves kept.
+ *
  * Input copies: a function gets its own copy of its (shared) input, made in
  * its heap, so that what it puts into its event stays private and nothing
  * shared changes.  Only the containers need copying: the leaves are
@@ -29,9 +32,12 @@
 
 #include "pycore_gc.h"            // PyGC_Head, struct _gc_runtime_state
 #include "pycore_interp.h"        // PyInterpreterState.gc
+#include "pycore_list.h"          // _PyList_ITEMS()
 #include "pycore_mpk_heap.h"      // _PyMPK_ThreadHeap
 #include "pycore_pystate.h"       // _PyInterpreterState_GET()
 #include "pycore_setobject.h"     // _PySet_NextEntry()
+#include "pycore_tuple.h"         // _PyTuple_ITEMS()
+#include "pycore_unicodeobject.h" // _PyUnicode_Copy()
 
 #include <string.h>
 
@@ -99,6 +105,87 @@ _PyMPK_CopyContainers(PyObject *value)
     }
     else {
         PyErr_Format(PyExc_TypeError, "not a JSON value: %T", value);
+    }
+    Py_LeaveRecursiveCall();
+    return copy;
+}
+
+/* A private leaf's shared twin; a shared one is returned as is. */
+static PyObject *
+promote_leaf(PyObject *v)
+{
+    if (!_PyMPK_InHeaps(v)) {
+        return Py_NewRef(v);
+    }
+    if (PyUnicode_CheckExact(v)) {
+        return _PyUnicode_Copy(v);
+    }
+    if (PyLong_CheckExact(v)) {
+        return _PyLong_Copy((PyLongObject *)v);
+    }
+    return PyFloat_FromDouble(PyFloat_AS_DOUBLE(v));
+}
+
+static PyObject *
+promote_items(PyObject *const *items, Py_ssize_t n)
+{
+    PyObject *copy = PyList_New(n);
+    for (Py_ssize_t i = 0; copy != NULL && i < n; i++) {
+        PyObject *c = _PyMPK_PromoteJSON(items[i]);
+        if (c == NULL) {
+            Py_CLEAR(copy);
+            break;
+        }
+        PyList_SET_ITEM(copy, i, c);
+    }
+    return copy;
+}
+
+PyObject *
+_PyMPK_PromoteJSON(PyObject *value)
+{
+    PyObject *copy = NULL;
+
+    if (value == Py_None || Py_IS_TYPE(value, &PyBool_Type)) {
+        return Py_NewRef(value);  /* immortal singletons */
+    }
+    if (shared_leaf(value)) {
+        return promote_leaf(value);
+    }
+    if (Py_EnterRecursiveCall(" while promoting a function's result")) {
+        return NULL;
+    }
+    if (PyDict_CheckExact(value)) {
+        PyObject *key, *item;
+        Py_ssize_t pos = 0;
+        copy = _PyDict_NewPresized(PyDict_GET_SIZE(value));
+        while (copy != NULL && PyDict_Next(value, &pos, &key, &item)) {
+            if (!PyUnicode_CheckExact(key)) {
+                PyErr_Format(PyExc_TypeError, "not a str key: %T", key);
+                Py_CLEAR(copy);
+                break;
+            }
+            PyObject *k = promote_leaf(key);
+            PyObject *c = k == NULL ? NULL : _PyMPK_PromoteJSON(item);
+            if (c == NULL || PyDict_SetItem(copy, k, c) < 0) {
+                Py_XDECREF(k);
+                Py_XDECREF(c);
+                Py_CLEAR(copy);
+                break;
+            }
+            Py_DECREF(k);
+            Py_DECREF(c);
+        }
+    }
+    else if (PyList_CheckExact(value)) {
+        /* Nothing below runs Python code: the list cannot change size. */
+        copy = promote_items(_PyList_ITEMS(value), PyList_GET_SIZE(value));
+    }
+    else if (PyTuple_CheckExact(value)) {
+        copy = promote_items(_PyTuple_ITEMS(value), PyTuple_GET_SIZE(value));
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "not a plain JSON value: %T", value);
     }
     Py_LeaveRecursiveCall();
     return copy;
@@ -447,6 +534,13 @@ _PyMPK_HoldersAmong(PyObject *candidates, uintptr_t base, size_t size)
 
 PyObject *
 _PyMPK_CopyContainers(PyObject *value)
+{
+    (void)value;
+    return refuse();
+}
+
+PyObject *
+_PyMPK_PromoteJSON(PyObject *value)
 {
     (void)value;
     return refuse();

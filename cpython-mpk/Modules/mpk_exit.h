@@ -39,4 +39,13 @@ PyObject *_PyMPK_VisibleItems(PyObject *container, uintptr_t base, size_t size);
  * for anything else: the caller falls back to a slower copy. */
 PyObject *_PyMPK_CopyContainers(PyObject *value);
 
+/* A new deep copy of a plain JSON value (exact dict with str keys, list,
+ * tuple -- copied as a list, as JSON does --, str, int, float, bool, None),
+ * made by the calling thread's allocator: containers always, leaves only
+ * when they live in a private heap.  Equal to json.loads(json.dumps(value))
+ * for such values.  NULL with TypeError for anything else (a subclass, a
+ * Decimal, a non-str key) or RecursionError for a cycle: the caller falls
+ * back to the JSON round trip, which converts or names the problem. */
+PyObject *_PyMPK_PromoteJSON(PyObject *value);
+
 #endif /* !FAASTLANE_MPK_EXIT_H */

@@ -120,8 +120,11 @@ _Py_thread_local struct _PyMPK_Heap *_PyMPK_ThreadHeap = NULL;
 uintptr_t _PyMPK_HeapsBase = 0;
 
 /* The heap of each slot; written with the GIL held, read by free() from any
- * thread (hence the atomic loads). */
-static struct _PyMPK_Heap *heaps[_PyMPK_SLOT_COUNT];
+ * thread (hence the atomic loads).  Exported: the core's free() and GC-track
+ * paths look the owner up inline (pycore_mpk_heap.h). */
+struct _PyMPK_Heap *_PyMPK_Heaps[_PyMPK_SLOT_COUNT];
+_Static_assert(_PyMPK_SLOT_COUNT == 64 && _PyMPK_SLOT_SHIFT == 32,
+               "pycore_mpk_heap.h spells the slot table out");
 /* The bookkeeping of forgotten heaps, kept per slot and reused by the slot's
  * next heap: a free() racing with a destroy may still hold the pointer, and
  * must find a valid mutex there, never freed memory. */
@@ -129,31 +132,16 @@ static struct _PyMPK_Heap *spare[_PyMPK_SLOT_COUNT];
 
 
 struct _PyMPK_Heap *
-_PyMPK_HeapOf(const void *p)
-{
-    assert(_PyMPK_InHeaps(p));
-    return __atomic_load_n(
-        &heaps[((uintptr_t)p - _PyMPK_HeapsBase) >> _PyMPK_SLOT_SHIFT],
-        __ATOMIC_ACQUIRE);
-}
-
-struct _PyMPK_Heap *
 _PyMPK_HeapOfState(const struct _obmalloc_state *state)
 {
     for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
-        if (heaps[i] != NULL && &heaps[i]->head.om == state) {
-            return heaps[i];
+        if (_PyMPK_Heaps[i] != NULL && &_PyMPK_Heaps[i]->head.om == state) {
+            return _PyMPK_Heaps[i];
         }
     }
     return NULL;
 }
 
-struct _gc_runtime_state *
-_PyMPK_HeapGCState(struct _PyMPK_Heap *heap)
-{
-    assert(heap != NULL);
-    return &heap->gc;
-}
 
 /* ====================================================================== */
 /* Lifetime                                                               */
@@ -202,7 +190,7 @@ _PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
         *why = "the domain was destroyed";
         return -1;
     }
-    if (heaps[h.slot] != NULL) {
+    if (_PyMPK_Heaps[h.slot] != NULL) {
         return 0;
     }
     if (info.entered != 0) {
@@ -252,9 +240,10 @@ _PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
     heap->gc.callbacks = interp->gc.callbacks;
     heap->handle = h;
     heap->head.slot = h.slot;
+    heap->head.gc = &heap->gc;
     _PyMPK_HeapsBase = _PyMPK_SlotBase(0);
     spare[h.slot] = heap;
-    __atomic_store_n(&heaps[h.slot], heap, __ATOMIC_RELEASE);
+    __atomic_store_n(&_PyMPK_Heaps[h.slot], heap, __ATOMIC_RELEASE);
     /* numpy's default data allocator caches small blocks process-wide: with
      * malloc routed, one domain's freed block would serve the next domain
      * (mpk_numpy.c). */
@@ -267,13 +256,13 @@ _PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
 int
 _PyMPK_HeapEnabled(int slot)
 {
-    return slot >= 0 && slot < _PyMPK_SLOT_COUNT && heaps[slot] != NULL;
+    return slot >= 0 && slot < _PyMPK_SLOT_COUNT && _PyMPK_Heaps[slot] != NULL;
 }
 
 void
 _PyMPK_HeapAttach(_PyMPK_Handle h)
 {
-    struct _PyMPK_Heap *heap = heaps[h.slot];
+    struct _PyMPK_Heap *heap = _PyMPK_Heaps[h.slot];
     assert(heap == NULL || heap->handle.generation == h.generation);
     _PyMPK_ThreadHeap = heap;
 }
@@ -287,7 +276,7 @@ _PyMPK_HeapDetach(void)
 void
 _PyMPK_HeapForget(int slot)
 {
-    struct _PyMPK_Heap *heap = heaps[slot];
+    struct _PyMPK_Heap *heap = _PyMPK_Heaps[slot];
     if (heap == NULL) {
         return;
     }
@@ -297,7 +286,7 @@ _PyMPK_HeapForget(int slot)
      * domain faults on the block's header) may still hold the pointer: the
      * bookkeeping stays valid in spare[slot] until the slot's next heap,
      * and the slot memory it could ask for is refused (stale handle). */
-    __atomic_store_n(&heaps[slot], NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&_PyMPK_Heaps[slot], NULL, __ATOMIC_RELEASE);
     _PyObject_FiniHeapState(&heap->head.om);
 }
 
@@ -307,7 +296,7 @@ _PyMPK_HeapGetStats(int slot, _PyMPK_HeapStats *out)
     if (!_PyMPK_HeapEnabled(slot)) {
         return -1;
     }
-    struct _PyMPK_Heap *heap = heaps[slot];
+    struct _PyMPK_Heap *heap = _PyMPK_Heaps[slot];
     pthread_mutex_lock(&heap->lock);
     *out = heap->stats;
     out->huge_extents_free = heap->nextents;
@@ -456,6 +445,22 @@ class_alloc(struct _PyMPK_Heap *heap, size_t need)
     return finish_block(block, size, MAGIC_CLASS);
 }
 
+/* Take `size` bytes from the front of free extent i. */
+static void
+extent_take(struct _PyMPK_Heap *heap, size_t i, size_t size)
+{
+    extent_t *e = &heap->extents[i];
+    if (!e->zeroed) {
+        heap->dirty_bytes -= size;
+    }
+    e->addr += size;
+    e->size -= size;
+    if (e->size == 0) {
+        memmove(e, e + 1, (heap->nextents - i - 1) * sizeof(*e));
+        heap->nextents--;
+    }
+}
+
 /* First fit among the free extents, else fresh slot memory (zeroed). */
 static void *
 huge_alloc(struct _PyMPK_Heap *heap, size_t need, int *zeroed)
@@ -472,15 +477,7 @@ huge_alloc(struct _PyMPK_Heap *heap, size_t need, int *zeroed)
         if (e->size >= size) {
             addr = e->addr;
             *zeroed = e->zeroed;
-            if (!e->zeroed) {
-                heap->dirty_bytes -= size;
-            }
-            e->addr += size;
-            e->size -= size;
-            if (e->size == 0) {
-                memmove(e, e + 1, (heap->nextents - i - 1) * sizeof(*e));
-                heap->nextents--;
-            }
+            extent_take(heap, i, size);
             break;
         }
     }
@@ -572,20 +569,10 @@ huge_grow(struct _PyMPK_Heap *heap, void *p, size_t size)
     }
     more = need - capacity;
     for (size_t i = 0; i < heap->nextents && heap->extents[i].addr <= end; i++) {
-        extent_t *e = &heap->extents[i];
-        if (e->addr != end || e->size < more) {
-            continue;
+        if (heap->extents[i].addr == end && heap->extents[i].size >= more) {
+            extent_take(heap, i, more);
+            goto grown;
         }
-        if (!e->zeroed) {
-            heap->dirty_bytes -= more;
-        }
-        e->addr += more;
-        e->size -= more;
-        if (e->size == 0) {
-            memmove(e, e + 1, (heap->nextents - i - 1) * sizeof(*e));
-            heap->nextents--;
-        }
-        goto grown;
     }
     void *fresh = slot_alloc(heap, more, PAGE);
     if (fresh == NULL) {

@@ -223,3 +223,65 @@ def test_copy_json_copies_containers_into_the_callers_heap_and_shares_leaves(
                               "not a JSON key: tuple"]
     assert got["deep"] == "RecursionError"
     assert got["inside"] == [True, True, True] and got["leaf_outside"] is None
+
+
+def test_promote_json_copies_private_values_into_the_shared_heap(runtime: str) -> None:
+    """A function's result promoted at its exit gate (``_faastlane.promote_json`` under
+    ``call_shared``): equal to the JSON round trip, nothing of it left in the slot,
+    shared leaves kept; anything but a plain JSON value refused (the runtime then
+    falls back to json)."""
+    got = run_snippet(runtime, """
+        import decimal, json, threading, _faastlane
+        shared_text = "shared" * 10
+        domain = _faastlane.Domain(private_heap=True)
+        out = {}
+
+        def walk(value):
+            yield value
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    yield k
+                    yield from walk(v)
+            elif isinstance(value, list):
+                for v in value:
+                    yield from walk(v)
+
+        def inside():
+            with domain:
+                value = {"text": "private-" + str(12345), "big": int("1" * 30) + 7,
+                         "float": float("7.5") * 3, "shared": shared_text, "flags": (True, None),
+                         "k" + str(7): [{"n": -3}, [], "x" * 300]}
+                out["private"] = [_faastlane.slot_of(id(x)) == domain.slot
+                                  for x in (value["text"], value["big"], value["float"])]
+                copy = _faastlane.call_shared(_faastlane.promote_json, value)
+                out["equal"] = copy == json.loads(json.dumps(value))
+                out["in_slot"] = sum(_faastlane.slot_of(id(x)) is not None
+                                     for x in walk(copy))
+                out["shared_kept"] = copy["shared"] is shared_text
+                out["tuple_as_list"] = copy["flags"] == [True, None]
+                refused = []
+                for bad in ({1: 2}, [decimal.Decimal("1.5")], {"s": {1}},
+                            [type("S", (str,), {})("sub")]):
+                    try:
+                        _faastlane.promote_json(bad)
+                        refused.append(None)
+                    except TypeError as exc:
+                        refused.append(str(exc))
+                out["refused"] = refused
+                cycle = []
+                cycle.append(cycle)
+                try:
+                    _faastlane.promote_json(cycle)
+                except RecursionError:
+                    out["cycle"] = "RecursionError"
+        thread = threading.Thread(target=inside)
+        thread.start()
+        thread.join()
+        print(json.dumps(out))
+        """)
+    assert got["private"] == [True, True, True]
+    assert got["equal"] and got["in_slot"] == 0
+    assert got["shared_kept"] and got["tuple_as_list"]
+    assert got["refused"] == ["not a str key: int", "not a plain JSON value: decimal.Decimal",
+                              "not a plain JSON value: set", "not a plain JSON value: S"]
+    assert got["cycle"] == "RecursionError"

@@ -68,7 +68,7 @@ _CHECK_EVERY = os.environ.get(ESCAPE_CHECK_VARIABLE, "sampled") == "every"
 # Each function's first invocations are checked (caches fill there); after that the
 # scan may cost at most 1/SCAN_BUDGET of the function's invocation time.
 FIRST_CHECKED = 4
-SCAN_BUDGET = 50
+SCAN_BUDGET = 100
 
 
 def _local_dummy_type() -> type:
@@ -150,8 +150,15 @@ def call_shared(function: Callable[..., Any], *args: Any) -> Any:
 
 def _promote(value: Any) -> Any:
     """A copy of a JSON value built by the calling thread's allocator (under
-    ``call_shared``: the shared heap), checked as Lambda's encoder checks a result:
-    json.dumps reads the private value, json.loads builds the copy -- both in C."""
+    ``call_shared``: the shared heap), checked as Lambda's encoder checks a result.
+    A plain JSON value is copied in C (``promote_json``: the containers and the
+    private leaves); anything else -- a Decimal, a subclass, a non-str key, a cycle --
+    goes through json.dumps and json.loads, which convert it as Lambda does or say
+    what is wrong."""
+    try:
+        return _promote_plain(value)
+    except (TypeError, RecursionError):
+        pass
     try:
         return json.loads(json.dumps(value, default=lambda_default))
     except TypeError:
@@ -218,6 +225,10 @@ def _private_copy(event: Any) -> Any:
     return copy_event(event)
 
 
+def _promote_plain(value: Any) -> Any:
+    return domains.native_module().promote_json(value)
+
+
 def _copy_error(exc: StatesError) -> StatesError:
     """A shared copy (strings too, without __context__) of a possibly private error."""
     return StatesError(_promote(exc.error), _promote(exc.cause))
@@ -256,7 +267,7 @@ def _check_due(fn: DomainFunction) -> bool:
     FAASTLANE_ESCAPE_CHECK=every; by default the function's first four (where caches
     fill), then whenever the invocations since the last check took SCAN_BUDGET times as
     long as that checked one -- the scan walks every shared GC-tracked object (8 ms with
-    FINRA's libraries, ~20 ms with scikit-learn's), so it costs at most ~2% of the
+    FINRA's libraries, ~20 ms with scikit-learn's), so it costs at most ~1% of the
     function's time. Between checks the hardware still stops every foreign read of an
     escaped object: a later check reports it, a foreign reader faults naming the owner."""
     return (_CHECK_EVERY or fn.invocations <= FIRST_CHECKED
