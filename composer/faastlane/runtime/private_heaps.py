@@ -12,7 +12,7 @@ copy of its input, and before the exit gate:
 
 1. **promotes** its result (or its error) by value: the JSON value is rebuilt by a
    thread that can still read the domain but allocates in the shared heap
-   (``_faastlane.call_shared``);
+   (``_faastlane.call_shared``; in C for plain JSON values, ``promote_json``);
 2. **drops** every private reference the invoker held and collects the heap's young
    generation;
 3. **checks for escapes**: shared objects still pointing into the domain
@@ -25,21 +25,21 @@ copy of its input, and before the exit gate:
    other reader dies of a protection-key fault naming the owner, and the Orchestrator
    is marked tainted so that a server retires the container after answering.
 
+Each function's module is loaded on its own warm thread, in its own context (context
+variables), with its own instances of modules that keep a per-caller default
+(``module_instances.py``: boto3's session).
+
 Standard library only: this ships inside composed actions.
 """
 
 from __future__ import annotations
 
-import abc
 import ast
 import codecs
 import contextvars
-import copyreg
-import enum
 import gc
 import importlib
 import json
-import logging
 import os
 import pkgutil
 import platform
@@ -53,13 +53,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import domains, fault_reports, hardening, library_caches, module_instances
-from .workers import POOL
+from . import (
+    domains,
+    fault_reports,
+    hardening,
+    library_caches,
+    module_instances,
+    shared_registries,
+)
 from .errors import StatesError
 from .functions import FunctionSpec, call_entry, failure, load_module, module_name
 from .jsonvalue import copy_event, detach, lambda_default
 from .lambda_context import LambdaContext
 from .source_nodes import source_nodes
+from .workers import POOL
 
 ISOLATION_ERROR = "Faastlane.IsolationError"
 ESCAPE_CHECK_VARIABLE = "FAASTLANE_ESCAPE_CHECK"
@@ -487,7 +494,7 @@ def _warm_shared_state() -> None:
     # platform caches what it learns (uname, the interpreter's version) in its globals.
     platform.uname()
     platform.python_implementation()
-    _share_registries()
+    shared_registries.install(lambda: getattr(_running, "own", None))
 
 
 MALLOC_VARIABLE = "FAASTLANE_MPK_MALLOC"
@@ -545,38 +552,6 @@ def _find_caches() -> None:
             _KNOWN_CACHES.append(cache)
 
 
-def _share_registries() -> None:
-    """Make the standard library's process-wide registries allocate shared.
-
-    An ``isinstance`` check against an ABC caches a weak reference to the checked class
-    in the ABC; ``logging.getLogger`` registers the new logger in the manager's table;
-    an ``enum.Flag`` caches every combination of its members it makes; ``copy`` and
-    ``pickle`` store a class's ``__slotnames__`` in the class on first use.
-    Made inside a domain, those objects would be private yet reachable from shared
-    state -- escapes, and faults for the next function that walks the registry. What
-    they hold is type and configuration, not a function's data: they are made shared.
-    """
-    bootstrap = sys.modules["importlib._bootstrap"]
-    bootstrap._find_and_load = _find_and_load_shared(bootstrap._find_and_load)
-    for name in ("__instancecheck__", "__subclasscheck__"):
-        setattr(abc.ABCMeta, name, _shared_method(getattr(abc.ABCMeta, name)))
-    logging.Manager.getLogger = _shared_method(logging.Manager.getLogger)  # type: ignore
-    enum.Flag._missing_ = classmethod(_shared_flag_missing(enum.Flag._missing_.__func__))  # type: ignore
-    copyreg._slotnames = _shared_method(copyreg._slotnames)  # type: ignore[attr-defined]
-    weakref.finalize._select_for_exit = classmethod(_shared_finalizers_for_exit)  # type: ignore
-
-
-def _shared_finalizers_for_exit(cls: type) -> list[Any]:
-    """``weakref.finalize``'s choice of what runs at interpreter exit, over its registry's
-    shared entries only: the exiting thread is outside every domain and may not read a
-    function's own finalizers (they do not run: the process is ending anyway)."""
-    native = domains.native_module()
-    due = [(f, info) for f, info in native.shared_items(cls._registry)  # type: ignore
-           if info.atexit]
-    due.sort(key=lambda item: item[1].index)
-    return [f for f, _ in due]
-
-
 _running = threading.local()  # .own, .fn: the function on this thread, its own_names
 
 
@@ -587,51 +562,6 @@ def _function_instances() -> dict[str, Any] | None:
         return None
     instances: dict[str, Any] = fn.holder[1]
     return instances
-
-
-def _find_and_load_shared(find_and_load: Callable[..., Any]) -> Callable[..., Any]:
-    """The import system's loader, importing shared whatever is not the running
-    function's own: a library imported lazily inside a function (Pillow's plugins,
-    ``_strptime``) registers itself in shared tables and serves every function."""
-    native = domains.native_module()
-
-    def load_shared(name: str, import_: Any) -> Any:
-        # The name becomes sys.modules' key: intern it, a shared copy (patch 0005).
-        return find_and_load(sys.intern(name), import_)
-
-    def find_and_load_shared(name: str, import_: Any) -> Any:
-        own = getattr(_running, "own", None)
-        if native.current_domain() is None or own is None or name.partition(".")[0] in own:
-            return find_and_load(name, import_)
-        return native.call_shared(load_shared, name, import_)
-
-    return find_and_load_shared
-
-
-def _shared_flag_missing(missing: Callable[[type, int], Any]) -> Callable[[type, int], Any]:
-    """``Flag._missing_`` making, in the shared heap, the member for a combination of
-    flags (``ssl.Options.OP_NO_SSLv2 | ...``) that it caches in the shared class --
-    keyed by a shared copy of the value, which the caller may have made privately."""
-    native = domains.native_module()
-
-    def make(cls: type, value: int) -> Any:
-        return missing(cls, _promote(value))
-
-    def shared_missing(cls: type, value: int) -> Any:
-        return native.call_shared(make, cls, value)
-
-    return shared_missing
-
-
-def _shared_method(method: Callable[..., Any]) -> Callable[..., Any]:
-    native = domains.native_module()
-
-    def shared(*args: Any) -> Any:
-        return native.call_shared(method, *args)
-
-    shared.__name__ = method.__name__
-    shared.__doc__ = method.__doc__
-    return shared
 
 
 def _own_files(root: str, spec: FunctionSpec) -> list[str]:
