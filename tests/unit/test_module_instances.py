@@ -75,6 +75,10 @@ def test_an_instance_makes_its_own_default_and_leaves_the_module_alone(
     assert one.get_default.__globals__ is vars(one)
     # A class's methods are the shared module's code and read its globals.
     assert one.Helper().default() is lazydefault.get_default()
+    # A submodule imported after the instance was made is found through the module.
+    import lazydefault.sub  # type: ignore[import-not-found]
+
+    assert one.sub is lazydefault.sub and one.sub.VALUE == 7
 
 
 def test_the_importer_gives_each_function_its_instance(lazydefault: ModuleType) -> None:
