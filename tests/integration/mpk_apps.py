@@ -243,7 +243,10 @@ FUNCTIONS = {
             # copy stores the class's __slotnames__ in the shared class on first use.
             split = copy.copy(urllib.parse.urlsplit("http://example.com/a"))
             tls = ssl.create_default_context()  # OpenSSL's method store: warmed shared
-            return {"seen": seen, "flag_shared": slot_of(options) is None,
+            # Globals urllib.parse fills on first use (a table, compiled regexes).
+            parts = [urllib.parse.unquote_to_bytes("%41%42").decode(),
+                     urllib.parse._splittype("http://h/p")[0]]
+            return {"seen": seen, "flag_shared": slot_of(options) is None, "parts": parts,
                     "slotnames_shared":
                         slot_of(type(split).__dict__["__slotnames__"]) is None,
                     "tls_context_in_my_slot": slot_of(tls) == my_slot(),

@@ -69,7 +69,7 @@ def test_warm_state_stays_in_each_functions_heap(tmp_path: Path) -> None:
     # import are seen by every invocation, those set by one invocation by none after.
     assert out["registries1"] == out["registries2"] == {
         "seen": "set at import", "flag_shared": True, "slotnames_shared": True,
-        "tls_context_in_my_slot": True, "host": "example.com"}
+        "tls_context_in_my_slot": True, "host": "example.com", "parts": ["AB", "http"]}
     # A result is promoted by value: the next function sees it, its containers copied
     # into its own heap (it may mutate them), its immutable leaves shared.
     assert out["consumed"] == {"text": "made by Produce " * 3, "items": [0, 1, 2, 3, 4],

@@ -39,6 +39,18 @@ MEMO_DICTS: dict[str, tuple[str, ...]] = {
 
 _shared: set[str] = set()
 
+# Standard-library modules whose functions fill module globals on first use (a compiled
+# regex, a lookup table, a name sequence): each warm-up call fills them outside every
+# domain. Made inside one, the global would hold the function's private object.
+LAZY_GLOBALS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
+    "urllib.parse": (("_splittype", ("http://h/p",)), ("_splithost", ("//h:1/p",)),
+                     ("_splitport", ("h:1",)), ("unquote_to_bytes", ("%41",))),
+    "base64": (("a85encode", (b"x",)), ("b85encode", (b"x",)), ("b85decode", (b"00",))),
+    "tempfile": (("gettempdir", ()), ("_get_candidate_names", ())),
+    "mimetypes": (("guess_type", ("x.txt",)),),
+}
+_warmed_globals: set[str] = set()
+
 
 def memo_dicts() -> list[dict[object, object]]:
     """The memo dicts of the known libraries loaded so far."""
@@ -50,6 +62,17 @@ def memo_dicts() -> list[dict[object, object]]:
             if type(memo) is dict:
                 found.append(memo)
     return found
+
+
+def warm_lazy_globals() -> None:
+    """Fill the lazily made globals of the LAZY_GLOBALS modules loaded so far (once)."""
+    for module_name, calls in LAZY_GLOBALS.items():
+        module = sys.modules.get(module_name)
+        if module is None or module_name in _warmed_globals:
+            continue
+        _warmed_globals.add(module_name)
+        for function, args in calls:
+            getattr(module, function)(*args)
 
 
 def share_loaded() -> list[str]:
