@@ -76,6 +76,47 @@ def test_warm_state_stays_in_each_functions_heap(tmp_path: Path) -> None:
                                "input_copy_in_my_slot": True, "input_text_shared": True}
 
 
+def test_urlopen_in_two_functions_leaves_no_escape(tmp_path: Path) -> None:
+    """``urllib.request.urlopen`` (no context) keeps a default opener in a module global
+    made on first use: made shared at load (library_caches.LAZY_DEFAULTS), two functions
+    fetch from a local HTTP server in turn with no escape."""
+    import http.server
+    import threading
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            body = self.path.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    fetch = """
+        import os, urllib.request
+
+        def handler(event, context):
+            with urllib.request.urlopen(os.environ["FETCH_URL"] + event["path"]) as answer:
+                return answer.read().decode()
+        """
+    workflow = chain(*((f"{name}{i}", task(name, Parameters={"path": f"/{name}{i}"},
+                                           ResultPath=f"$.{name}{i}"))
+                       for i in (1, 2) for name in ("FetchA", "FetchB")))
+    app = write_app(tmp_path / "app", workflow, {"FetchA": fetch, "FetchB": fetch})
+    env = dict(os.environ, FETCH_URL=f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        done = faastlane("run", str(app), "--input", "{}", *MPK, env=env)
+    finally:
+        server.shutdown()
+    assert done.code == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout) == {"FetchA1": "/FetchA1", "FetchB1": "/FetchB1",
+                                       "FetchA2": "/FetchA2", "FetchB2": "/FetchB2"}
+
+
 def test_each_function_gets_its_own_boto3_default_session(tmp_path: Path) -> None:
     """``boto3.client()`` makes its default session in the calling function's heap
     (module_instances.py): one per function, reused warm, the shared module untouched,

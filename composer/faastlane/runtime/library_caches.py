@@ -49,6 +49,12 @@ LAZY_GLOBALS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
     "tempfile": (("gettempdir", ()), ("_get_candidate_names", ())),
     "mimetypes": (("guess_type", ("x.txt",)),),
 }
+# Module -> (global, factory in the module): a default the module makes on first use and
+# keeps, holding configuration only (urlopen()'s opener: its handlers and the proxies
+# read from the environment). Made here, shared, as the module would make it.
+LAZY_DEFAULTS: dict[str, tuple[str, str]] = {
+    "urllib.request": ("_opener", "build_opener"),
+}
 _warmed_globals: set[str] = set()
 
 
@@ -65,14 +71,19 @@ def memo_dicts() -> list[dict[object, object]]:
 
 
 def warm_lazy_globals() -> None:
-    """Fill the lazily made globals of the LAZY_GLOBALS modules loaded so far (once)."""
-    for module_name, calls in LAZY_GLOBALS.items():
+    """Fill the lazily made globals of the LAZY_GLOBALS and LAZY_DEFAULTS modules loaded
+    so far (once each)."""
+    for module_name in (*LAZY_GLOBALS, *LAZY_DEFAULTS):
         module = sys.modules.get(module_name)
         if module is None or module_name in _warmed_globals:
             continue
         _warmed_globals.add(module_name)
-        for function, args in calls:
+        for function, args in LAZY_GLOBALS.get(module_name, ()):
             getattr(module, function)(*args)
+        if module_name in LAZY_DEFAULTS:
+            name, factory = LAZY_DEFAULTS[module_name]
+            if getattr(module, name, None) is None:
+                setattr(module, name, getattr(module, factory)())
 
 
 def share_loaded() -> list[str]:
