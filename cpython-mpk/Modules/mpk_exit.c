@@ -59,6 +59,58 @@ shared_leaf(PyObject *v)
         || t == &PyFloat_Type || t == &PyBool_Type;
 }
 
+typedef PyObject *(*copy_fn)(PyObject *);
+
+/* A new dict: each key through copy_key, each value through copy_item (both
+ * return a new reference, or NULL with an exception set). */
+static PyObject *
+copy_dict(PyObject *value, copy_fn copy_key, copy_fn copy_item)
+{
+    PyObject *key, *item;
+    Py_ssize_t pos = 0;
+    PyObject *copy = _PyDict_NewPresized(PyDict_GET_SIZE(value));
+    while (copy != NULL && PyDict_Next(value, &pos, &key, &item)) {
+        PyObject *k = copy_key(key);
+        PyObject *c = k == NULL ? NULL : copy_item(item);
+        if (c == NULL || PyDict_SetItem(copy, k, c) < 0) {
+            Py_XDECREF(k);
+            Py_XDECREF(c);
+            Py_CLEAR(copy);
+            break;
+        }
+        Py_DECREF(k);
+        Py_DECREF(c);
+    }
+    return copy;
+}
+
+/* A new list of copy_item(items[i]).  Nothing below runs Python code: the
+ * container the items belong to cannot change size meanwhile. */
+static PyObject *
+copy_items(PyObject *const *items, Py_ssize_t n, copy_fn copy_item)
+{
+    PyObject *copy = PyList_New(n);
+    for (Py_ssize_t i = 0; copy != NULL && i < n; i++) {
+        PyObject *c = copy_item(items[i]);
+        if (c == NULL) {
+            Py_CLEAR(copy);
+            break;
+        }
+        PyList_SET_ITEM(copy, i, c);
+    }
+    return copy;
+}
+
+static PyObject *
+keep_json_key(PyObject *key)
+{
+    if (!shared_leaf(key)) {
+        PyErr_Format(PyExc_TypeError, "not a JSON key: %T", key);
+        return NULL;
+    }
+    return Py_NewRef(key);
+}
+
 PyObject *
 _PyMPK_CopyContainers(PyObject *value)
 {
@@ -71,37 +123,11 @@ _PyMPK_CopyContainers(PyObject *value)
         return NULL;
     }
     if (PyDict_CheckExact(value)) {
-        PyObject *key, *item;
-        Py_ssize_t pos = 0;
-        copy = _PyDict_NewPresized(PyDict_GET_SIZE(value));
-        while (copy != NULL && PyDict_Next(value, &pos, &key, &item)) {
-            PyObject *c;
-            if (!shared_leaf(key)) {
-                PyErr_Format(PyExc_TypeError, "not a JSON key: %T", key);
-                Py_CLEAR(copy);
-                break;
-            }
-            c = _PyMPK_CopyContainers(item);
-            if (c == NULL || PyDict_SetItem(copy, key, c) < 0) {
-                Py_XDECREF(c);
-                Py_CLEAR(copy);
-                break;
-            }
-            Py_DECREF(c);
-        }
+        copy = copy_dict(value, keep_json_key, _PyMPK_CopyContainers);
     }
     else if (PyList_CheckExact(value)) {
-        Py_ssize_t n = PyList_GET_SIZE(value);
-        copy = PyList_New(n);
-        for (Py_ssize_t i = 0; copy != NULL && i < n; i++) {
-            /* A list cannot change size here: nothing below runs Python code. */
-            PyObject *c = _PyMPK_CopyContainers(PyList_GET_ITEM(value, i));
-            if (c == NULL) {
-                Py_CLEAR(copy);
-                break;
-            }
-            PyList_SET_ITEM(copy, i, c);
-        }
+        copy = copy_items(_PyList_ITEMS(value), PyList_GET_SIZE(value),
+                          _PyMPK_CopyContainers);
     }
     else {
         PyErr_Format(PyExc_TypeError, "not a JSON value: %T", value);
@@ -127,18 +153,13 @@ promote_leaf(PyObject *v)
 }
 
 static PyObject *
-promote_items(PyObject *const *items, Py_ssize_t n)
+promote_str_key(PyObject *key)
 {
-    PyObject *copy = PyList_New(n);
-    for (Py_ssize_t i = 0; copy != NULL && i < n; i++) {
-        PyObject *c = _PyMPK_PromoteJSON(items[i]);
-        if (c == NULL) {
-            Py_CLEAR(copy);
-            break;
-        }
-        PyList_SET_ITEM(copy, i, c);
+    if (!PyUnicode_CheckExact(key)) {
+        PyErr_Format(PyExc_TypeError, "not a str key: %T", key);
+        return NULL;
     }
-    return copy;
+    return promote_leaf(key);
 }
 
 PyObject *
@@ -156,33 +177,15 @@ _PyMPK_PromoteJSON(PyObject *value)
         return NULL;
     }
     if (PyDict_CheckExact(value)) {
-        PyObject *key, *item;
-        Py_ssize_t pos = 0;
-        copy = _PyDict_NewPresized(PyDict_GET_SIZE(value));
-        while (copy != NULL && PyDict_Next(value, &pos, &key, &item)) {
-            if (!PyUnicode_CheckExact(key)) {
-                PyErr_Format(PyExc_TypeError, "not a str key: %T", key);
-                Py_CLEAR(copy);
-                break;
-            }
-            PyObject *k = promote_leaf(key);
-            PyObject *c = k == NULL ? NULL : _PyMPK_PromoteJSON(item);
-            if (c == NULL || PyDict_SetItem(copy, k, c) < 0) {
-                Py_XDECREF(k);
-                Py_XDECREF(c);
-                Py_CLEAR(copy);
-                break;
-            }
-            Py_DECREF(k);
-            Py_DECREF(c);
-        }
+        copy = copy_dict(value, promote_str_key, _PyMPK_PromoteJSON);
     }
     else if (PyList_CheckExact(value)) {
-        /* Nothing below runs Python code: the list cannot change size. */
-        copy = promote_items(_PyList_ITEMS(value), PyList_GET_SIZE(value));
+        copy = copy_items(_PyList_ITEMS(value), PyList_GET_SIZE(value),
+                          _PyMPK_PromoteJSON);
     }
     else if (PyTuple_CheckExact(value)) {
-        copy = promote_items(_PyTuple_ITEMS(value), PyTuple_GET_SIZE(value));
+        copy = copy_items(_PyTuple_ITEMS(value), PyTuple_GET_SIZE(value),
+                          _PyMPK_PromoteJSON);
     }
     else {
         PyErr_Format(PyExc_TypeError, "not a plain JSON value: %T", value);
