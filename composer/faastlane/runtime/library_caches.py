@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import sys
+from types import ModuleType
+from typing import Any
 
 from . import domains
 from .elf_symbols import code_ranges
@@ -134,3 +136,60 @@ def warm_openssl() -> None:
             context.load_verify_locations(bundle)
         except (OSError, ssl.SSLError):
             pass  # the client that loads it reports the problem
+
+
+# CPython's own test certificates (an RSA and an ECDSA server key and the CA that signed
+# them, public, shipped with the interpreter's test package) and the host names they
+# carry: the in-memory warm-up handshakes below use them.
+_HANDSHAKE_CERTS = {"keycert3.pem": "localhost", "keycertecc.pem": "localhost-ecc"}
+_HANDSHAKE_CA = "pycacert.pem"
+
+
+def warm_tls_handshakes() -> list[str]:
+    """What a TLS handshake fetches (key exchange, signatures, KDFs) is cached in
+    OpenSSL's method store like the rest: a first handshake inside one function's
+    domain leaves private entries the next function's handshake faults on. So, once
+    ``ssl`` is loaded, in-memory handshakes (TLS 1.3 and 1.2, an RSA and an ECDSA
+    server certificate) run outside every domain. Algorithms a real server negotiates
+    beyond these are not warmed. Returns a warning if the certificates are missing."""
+    ssl = sys.modules.get("ssl")
+    if ssl is None or "tls" in _warmed_globals:
+        return []
+    _warmed_globals.add("tls")
+    certdata = os.path.join(os.path.dirname(ssl.__file__), "test", "certdata")
+    files = [os.path.join(certdata, name) for name in (*_HANDSHAKE_CERTS, _HANDSHAKE_CA)]
+    if not all(os.path.isfile(path) for path in files):
+        return [f"no test certificates in {certdata}: TLS handshakes are not warmed, a "
+                "second function's handshake may fault under keys"]
+    ca = os.path.join(certdata, _HANDSHAKE_CA)
+    for cert, host in _HANDSHAKE_CERTS.items():
+        for version in (ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2):
+            _handshake(ssl, os.path.join(certdata, cert), ca, host, version)
+    return []
+
+
+def _handshake(ssl: ModuleType, cert: str, ca: str, host: str, version: Any) -> None:
+    """One client/server handshake and one record each way, over memory buffers."""
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert)
+    client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    client.maximum_version = version
+    client.load_verify_locations(ca)
+    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
+    ends = (client.wrap_bio(to_client, to_server, server_hostname=host),
+            server.wrap_bio(to_server, to_client, server_side=True))
+    done = [False, False]
+    for _ in range(10):
+        for i, end in enumerate(ends):
+            if not done[i]:
+                try:
+                    end.do_handshake()
+                    done[i] = True
+                except ssl.SSLWantReadError:
+                    pass
+        if all(done):
+            break
+    ends[0].write(b"warm")
+    ends[1].read()
+    ends[1].write(b"warm")
+    ends[0].read()

@@ -384,6 +384,8 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
     for warning in library_caches.share_loaded():
         sys.stderr.write(f"[faastlane] {warning}\n")
     library_caches.warm_openssl()
+    for warning in library_caches.warm_tls_handshakes():
+        sys.stderr.write(f"[faastlane] {warning}\n")
     library_caches.warm_lazy_globals()
     _find_caches()
     fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True),
