@@ -50,6 +50,21 @@ AWS = """
                                  later.meta.service_model.service_name]}
         """
 
+# Calls a local HTTPS server (its address and CA from the environment): a TLS handshake.
+HTTPS = """
+        import os, ssl, urllib.request
+
+        CONTEXTS = {}  # CA file -> TLS context, made on the first call (warm after)
+
+        def handler(event, context):
+            ca = os.environ["HTTPS_TEST_CA"]
+            if ca not in CONTEXTS:
+                CONTEXTS[ca] = ssl.create_default_context(cafile=ca)
+            url = os.environ["HTTPS_TEST_URL"] + event["path"]
+            with urllib.request.urlopen(url, context=CONTEXTS[ca]) as answer:
+                return answer.read().decode()
+        """
+
 FUNCTIONS = {
     "Model": """
 
@@ -254,6 +269,8 @@ FUNCTIONS = {
         """,
     "AwsA": AWS,
     "AwsB": AWS,
+    "HttpsA": HTTPS,
+    "HttpsB": HTTPS,
 }
 
 
@@ -279,6 +296,11 @@ WARM = chain(
 )
 
 ESCAPE = chain(("Escape", task("Escape")), ("After", task("Fail")))
+
+# Two functions calling an HTTPS server in turn, twice each.
+TWO_HTTPS = chain(*((f"{name}{i}", task(name, Parameters={"path": f"/{name}{i}"},
+                                        ResultPath=f"$.{name}{i}"))
+                    for i in (1, 2) for name in ("HttpsA", "HttpsB")))
 
 # Two functions of the same file, each making boto3 clients, each invoked twice.
 BOTO3 = chain(*((f"{name}{i}", task(f"Aws{name}", ResultPath=f"$.{name.lower()}{i}"))

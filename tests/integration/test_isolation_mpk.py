@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
+from . import https_server
 from .apps import chain, faastlane, task, write_app
 from .mpk_apps import (
     BOTO3,
@@ -24,6 +26,7 @@ from .mpk_apps import (
     FAIL_THEN_CLEAN,
     FIFTY,
     PEEK,
+    TWO_HTTPS,
     WARM,
     write_mpk_app,
 )
@@ -80,21 +83,7 @@ def test_urlopen_in_two_functions_leaves_no_escape(tmp_path: Path) -> None:
     """``urllib.request.urlopen`` (no context) keeps a default opener in a module global
     made on first use: made shared at load (library_caches.LAZY_DEFAULTS), two functions
     fetch from a local HTTP server in turn with no escape."""
-    import http.server
-    import threading
-
-    class Answer(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            body = self.path.encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    server = https_server.server()
     threading.Thread(target=server.serve_forever, daemon=True).start()
     fetch = """
         import os, urllib.request
@@ -115,6 +104,25 @@ def test_urlopen_in_two_functions_leaves_no_escape(tmp_path: Path) -> None:
     assert done.code == 0, done.stdout + done.stderr
     assert json.loads(done.stdout) == {"FetchA1": "/FetchA1", "FetchB1": "/FetchB1",
                                        "FetchA2": "/FetchA2", "FetchB2": "/FetchB2"}
+
+
+def test_two_functions_call_an_https_server_in_turn(tmp_path: Path) -> None:
+    """Each HTTPS call makes a TLS handshake inside the function's domain: what OpenSSL
+    caches process-wide for it was warmed at load (library_caches.warm_tls_handshakes),
+    so no escape here; under keys (test_isolation_mpk_qemu.py) no fault either."""
+    cert, key = https_server.self_signed_certificate(tmp_path)
+    server = https_server.server(cert, key)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = dict(os.environ, HTTPS_TEST_URL=f"https://127.0.0.1:{server.server_address[1]}",
+               HTTPS_TEST_CA=cert)
+    try:
+        done = faastlane("run", str(write_mpk_app(tmp_path / "app", TWO_HTTPS)), "--input",
+                         "{}", *MPK, env=env)
+    finally:
+        server.shutdown()
+    assert done.code == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout) == {f"{n}{i}": f"/{n}{i}" for i in (1, 2)
+                                       for n in ("HttpsA", "HttpsB")}
 
 
 def test_each_function_gets_its_own_boto3_default_session(tmp_path: Path) -> None:

@@ -16,9 +16,19 @@ from typing import Any
 
 import pytest
 
+from . import https_server
 from .apps import ROOT
 from .examples import EXAMPLES
-from .mpk_apps import BREAKOUT, CTYPES_PEEK, ESCAPE, FAIL_THEN_CLEAN, PEEK, WARM, write_mpk_app
+from .mpk_apps import (
+    BREAKOUT,
+    CTYPES_PEEK,
+    ESCAPE,
+    FAIL_THEN_CLEAN,
+    PEEK,
+    TWO_HTTPS,
+    WARM,
+    write_mpk_app,
+)
 
 HARNESS = ROOT / "tests" / "mpk" / "qemu" / "run-in-qemu.sh"
 DRIVER = Path(__file__).with_name("mpk_qemu_driver.py")
@@ -76,6 +86,15 @@ def _example_cases(tmp: Path) -> list[dict[str, Any]]:
     return cases
 
 
+def _https_cases(tmp: Path, action: Path) -> list[dict[str, Any]]:
+    """An HTTPS server started in the guest (its certificate made on the host), then two
+    functions calling it in turn: a TLS handshake inside each domain."""
+    cert, key = https_server.self_signed_certificate(tmp)
+    return [{"name": "https-server", "exports": True,
+             "argv": [sys.executable, str(Path(https_server.__file__)), cert, key]},
+            {"name": "https", "argv": _run(action)}]
+
+
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """Every case's ``{"code", "stdout", "stderr"}``, from one QEMU boot."""
@@ -93,6 +112,7 @@ def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]
                                       "--input", json.dumps({"text": "ab ab cd ef"}))},
         {"name": "escape", "argv": _run(app("escape", ESCAPE))},
         {"name": "fail-then-clean", "argv": _run(app("fail", FAIL_THEN_CLEAN))},
+        *_https_cases(tmp, app("https", TWO_HTTPS)),
         *_example_cases(tmp),
     ]
     cases_file = tmp / "cases.json"
@@ -167,6 +187,14 @@ def test_warm_state_promotion_and_libraries_under_keys(
     # __slotnames__, OpenSSL's method store) took shared entries: no escape, no fault.
     assert out["registries1"]["seen"] == out["registries2"]["seen"] == "set at import"
     assert out["registries2"]["flag_shared"] and out["registries2"]["slotnames_shared"]
+
+
+def test_two_functions_call_an_https_server_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    """The second function's TLS handshake reads only shared OpenSSL state: what the
+    handshakes fetch was warmed at load (library_caches.warm_tls_handshakes)."""
+    assert _output(guest, "https") == {f"{n}{i}": f"/{n}{i}" for i in (1, 2)
+                                       for n in ("HttpsA", "HttpsB")}
 
 
 def test_escape_and_failure_under_keys(guest: dict[str, dict[str, Any]]) -> None:
