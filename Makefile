@@ -27,6 +27,7 @@ runtime:
 # The test environment runs on the cpython-mpk interpreter: the runtime is an ordinary
 # python3.13 that runs this whole suite (and the MPK tests need it).
 test-env: runtime
+	@scripts/ensure-test-tools.sh
 	@if [ "$$(readlink -f $(TEST_VENV)/bin/python3 2>/dev/null)" != "$$(readlink -f $(MPK_PYTHON))" ] \
 	    || [ ! -f $(TEST_VENV)/.installed ] || [ setup.py -nt $(TEST_VENV)/.installed ]; then \
 	  rm -rf $(TEST_VENV) && $(MPK_PYTHON) -m venv $(TEST_VENV) \
