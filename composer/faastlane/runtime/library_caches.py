@@ -39,7 +39,6 @@ MEMO_DICTS: dict[str, tuple[str, ...]] = {
     "botocore": ("_xform_cache",),
 }
 
-_shared: set[str] = set()
 
 # Standard-library modules whose functions fill module globals on first use (a compiled
 # regex, a lookup table, a name sequence): each warm-up call fills them outside every
@@ -57,7 +56,8 @@ LAZY_GLOBALS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
 LAZY_DEFAULTS: dict[str, tuple[str, str]] = {
     "urllib.request": ("_opener", "build_opener"),
 }
-_warmed_globals: set[str] = set()
+# What has been warmed or registered (module names, "openssl", "tls"): once each.
+_done: set[str] = set()
 
 
 def memo_dicts() -> list[dict[object, object]]:
@@ -77,9 +77,9 @@ def warm_lazy_globals() -> None:
     so far (once each)."""
     for module_name in (*LAZY_GLOBALS, *LAZY_DEFAULTS):
         module = sys.modules.get(module_name)
-        if module is None or module_name in _warmed_globals:
+        if module is None or module_name in _done:
             continue
-        _warmed_globals.add(module_name)
+        _done.add(module_name)
         for function, args in LAZY_GLOBALS.get(module_name, ()):
             getattr(module, function)(*args)
         if module_name in LAZY_DEFAULTS:
@@ -95,9 +95,9 @@ def share_loaded() -> list[str]:
     for module_name, prefixes in KNOWN_CACHES.items():
         module = sys.modules.get(module_name)
         path = getattr(module, "__file__", None)
-        if path is None or module_name in _shared:
+        if path is None or module_name in _done:
             continue
-        _shared.add(module_name)
+        _done.add(module_name)
         ranges = code_ranges(path, prefixes)
         if not ranges:
             warnings.append(f"{module_name}: no symbol for {', '.join(prefixes)} in {path}; "
@@ -109,9 +109,6 @@ def share_loaded() -> list[str]:
 
 # Certificate bundles clients load into their TLS contexts, besides the system's.
 _CA_BUNDLE_VARIABLES = ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
-_warmed_openssl = False
-
-
 def warm_openssl() -> None:
     """OpenSSL keeps process-wide caches it fills on first use: the algorithms a TLS
     context fetches (ciphers, digests, the PEM and DER decoders that read certificates)
@@ -121,11 +118,10 @@ def warm_openssl() -> None:
     context with the system's and the configured CA bundles is made here, outside
     every domain. Algorithms only a TLS handshake fetches are not warmed
     (PRIVATE_HEAPS.md section 8)."""
-    global _warmed_openssl
     ssl = sys.modules.get("ssl")
-    if ssl is None or _warmed_openssl:
+    if ssl is None or "openssl" in _done:
         return
-    _warmed_openssl = True
+    _done.add("openssl")
     context = ssl.create_default_context()
     bundles = {os.environ.get(name) for name in _CA_BUNDLE_VARIABLES}
     certifi = sys.modules.get("certifi")
@@ -153,9 +149,9 @@ def warm_tls_handshakes() -> list[str]:
     server certificate) run outside every domain. Algorithms a real server negotiates
     beyond these are not warmed. Returns a warning if the certificates are missing."""
     ssl = sys.modules.get("ssl")
-    if ssl is None or "tls" in _warmed_globals:
+    if ssl is None or "tls" in _done:
         return []
-    _warmed_globals.add("tls")
+    _done.add("tls")
     certdata = os.path.join(os.path.dirname(ssl.__file__), "test", "certdata")
     files = [os.path.join(certdata, name) for name in (*_HANDSHAKE_CERTS, _HANDSHAKE_CA)]
     if not all(os.path.isfile(path) for path in files):
@@ -193,3 +189,14 @@ def _handshake(ssl: ModuleType, cert: str, ca: str, host: str, version: Any) -> 
     ends[1].read()
     ends[1].write(b"warm")
     ends[0].read()
+
+
+def prepare_loaded() -> list[str]:
+    """Everything above, for the libraries loaded so far, before a function's domain is
+    entered: C caches registered shared, OpenSSL and the lazily made globals warmed.
+    Returns warnings to report (a cache or the test certificates not found)."""
+    warnings = share_loaded()
+    warm_openssl()
+    warnings += warm_tls_handshakes()
+    warm_lazy_globals()
+    return warnings

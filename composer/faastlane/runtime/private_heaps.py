@@ -163,7 +163,7 @@ def _promote(value: Any) -> Any:
     goes through json.dumps and json.loads, which convert it as Lambda does or say
     what is wrong."""
     try:
-        return _promote_plain(value)
+        return domains.native_module().promote_json(value)
     except (TypeError, RecursionError):
         pass
     try:
@@ -230,10 +230,6 @@ def _private_copy(event: Any) -> Any:
     handlers do), and nothing shared may end up holding what it puts there. Only the
     containers are copied (in C); the immutable leaves stay shared."""
     return copy_event(event)
-
-
-def _promote_plain(value: Any) -> Any:
-    return domains.native_module().promote_json(value)
 
 
 def _copy_error(exc: StatesError) -> StatesError:
@@ -381,12 +377,8 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
         raise domains.IsolationUnavailableError(f"isolation mpk: {exc}") from None
     _warm_shared_state()
     _import_dependencies(root, spec)
-    for warning in library_caches.share_loaded():
+    for warning in library_caches.prepare_loaded():
         sys.stderr.write(f"[faastlane] {warning}\n")
-    library_caches.warm_openssl()
-    for warning in library_caches.warm_tls_handshakes():
-        sys.stderr.write(f"[faastlane] {warning}\n")
-    library_caches.warm_lazy_globals()
     _find_caches()
     fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True),
                         keep_escapes=keep_escapes)
