@@ -3,7 +3,7 @@
 As a script, for the QEMU guest: ``https_server.py CERT KEY`` binds 127.0.0.1 on a free
 port, leaves a child serving (for the rest of the guest's life) and prints the
 ``export`` lines that point the functions at it, as ``examples/local-aws/start`` does
-for the AWS endpoints. The native tests serve from a thread (:func:`server`).
+for the AWS endpoints. The native tests serve from a thread (:func:`serving`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,9 @@ import os
 import ssl
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -46,6 +49,18 @@ def self_signed_certificate(folder: Path) -> tuple[str, str]:
                     str(cert), "-days", "2", "-subj", "/CN=localhost", "-addext",
                     "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
     return str(cert), str(key)
+
+
+@contextmanager
+def serving(cert: str | None = None, key: str | None = None) -> Iterator[str]:
+    """A :func:`server` answering from a thread while the block runs; yields its URL."""
+    answering = server(cert, key)
+    threading.Thread(target=answering.serve_forever, daemon=True).start()
+    scheme = "https" if cert is not None else "http"
+    try:
+        yield f"{scheme}://127.0.0.1:{answering.server_address[1]}"
+    finally:
+        answering.shutdown()
 
 
 def main(cert: str, key: str) -> int:

@@ -297,10 +297,16 @@ WARM = chain(
 
 ESCAPE = chain(("Escape", task("Escape")), ("After", task("Fail")))
 
+def in_turn(*functions: str) -> dict:
+    """Each function called twice, in turn, with ``{"path": "/<state>"}``; each result
+    at ``$.<state>`` (states A1, B1, A2, B2 for functions A and B)."""
+    return chain(*((f"{name}{i}", task(name, Parameters={"path": f"/{name}{i}"},
+                                       ResultPath=f"$.{name}{i}"))
+                   for i in (1, 2) for name in functions))
+
+
 # Two functions calling an HTTPS server in turn, twice each.
-TWO_HTTPS = chain(*((f"{name}{i}", task(name, Parameters={"path": f"/{name}{i}"},
-                                        ResultPath=f"$.{name}{i}"))
-                    for i in (1, 2) for name in ("HttpsA", "HttpsB")))
+TWO_HTTPS = in_turn("HttpsA", "HttpsB")
 
 # Two functions of the same file, each making boto3 clients, each invoked twice.
 BOTO3 = chain(*((f"{name}{i}", task(f"Aws{name}", ResultPath=f"$.{name.lower()}{i}"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from .mpk_apps import (
     PEEK,
     TWO_HTTPS,
     WARM,
+    in_turn,
     write_mpk_app,
 )
 
@@ -83,8 +83,6 @@ def test_urlopen_in_two_functions_leaves_no_escape(tmp_path: Path) -> None:
     """``urllib.request.urlopen`` (no context) keeps a default opener in a module global
     made on first use: made shared at load (library_caches.LAZY_DEFAULTS), two functions
     fetch from a local HTTP server in turn with no escape."""
-    server = https_server.server()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     fetch = """
         import os, urllib.request
 
@@ -92,15 +90,11 @@ def test_urlopen_in_two_functions_leaves_no_escape(tmp_path: Path) -> None:
             with urllib.request.urlopen(os.environ["FETCH_URL"] + event["path"]) as answer:
                 return answer.read().decode()
         """
-    workflow = chain(*((f"{name}{i}", task(name, Parameters={"path": f"/{name}{i}"},
-                                           ResultPath=f"$.{name}{i}"))
-                       for i in (1, 2) for name in ("FetchA", "FetchB")))
-    app = write_app(tmp_path / "app", workflow, {"FetchA": fetch, "FetchB": fetch})
-    env = dict(os.environ, FETCH_URL=f"http://127.0.0.1:{server.server_address[1]}")
-    try:
-        done = faastlane("run", str(app), "--input", "{}", *MPK, env=env)
-    finally:
-        server.shutdown()
+    app = write_app(tmp_path / "app", in_turn("FetchA", "FetchB"),
+                    {"FetchA": fetch, "FetchB": fetch})
+    with https_server.serving() as url:
+        done = faastlane("run", str(app), "--input", "{}", *MPK,
+                         env=dict(os.environ, FETCH_URL=url))
     assert done.code == 0, done.stdout + done.stderr
     assert json.loads(done.stdout) == {"FetchA1": "/FetchA1", "FetchB1": "/FetchB1",
                                        "FetchA2": "/FetchA2", "FetchB2": "/FetchB2"}
@@ -111,15 +105,10 @@ def test_two_functions_call_an_https_server_in_turn(tmp_path: Path) -> None:
     caches process-wide for it was warmed at load (library_caches.warm_tls_handshakes),
     so no escape here; under keys (test_isolation_mpk_qemu.py) no fault either."""
     cert, key = https_server.self_signed_certificate(tmp_path)
-    server = https_server.server(cert, key)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = dict(os.environ, HTTPS_TEST_URL=f"https://127.0.0.1:{server.server_address[1]}",
-               HTTPS_TEST_CA=cert)
-    try:
+    with https_server.serving(cert, key) as url:
         done = faastlane("run", str(write_mpk_app(tmp_path / "app", TWO_HTTPS)), "--input",
-                         "{}", *MPK, env=env)
-    finally:
-        server.shutdown()
+                         "{}", *MPK, env=dict(os.environ, HTTPS_TEST_URL=url,
+                                              HTTPS_TEST_CA=cert))
     assert done.code == 0, done.stdout + done.stderr
     assert json.loads(done.stdout) == {f"{n}{i}": f"/{n}{i}" for i in (1, 2)
                                        for n in ("HttpsA", "HttpsB")}

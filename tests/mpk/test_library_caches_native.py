@@ -10,18 +10,18 @@ shows exactly that, with the cache code not registered as shared.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import textwrap
 
-from probe_runs import REPO, runtime_with_packages
+import key_emulation
+from probe_runs import runtime_with_packages
 
 SNIPPET = """
-import ctypes, json, sys, threading
+import json, sys
 import numpy as np
 import _faastlane
 from faastlane.runtime import library_caches
+from key_emulation import use_inside_then_revoke
 
 warnings = library_caches.share_loaded() if sys.argv[1] == "register" else None
 domain = _faastlane.Domain(private_heap=True)
@@ -37,26 +37,13 @@ def use_numpy():
         total += float(np.maximum.reduce(np.arange(3, dtype=a)).real)
     return total
 
-def inside():
-    with domain:
-        use_numpy()
-
-thread = threading.Thread(target=inside)
-thread.start()
-thread.join()
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-assert libc.mprotect(domain.base, domain.committed, 0) == 0  # the owner's key, emulated
+use_inside_then_revoke(domain, use_numpy)
 print(json.dumps({"total": use_numpy(), "warnings": warnings}), flush=True)
 """
 
 
 def run(runtime: str, mode: str) -> subprocess.CompletedProcess[str]:
-    path = os.pathsep.join(filter(None, [str(REPO / "composer"), os.environ.get("PYTHONPATH")]))
-    return subprocess.run([runtime_with_packages(runtime, ("numpy",)), "-c",
-                           textwrap.dedent(SNIPPET), mode],
-                          capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=path, FAASTLANE_MPK="off"))
+    return key_emulation.run(runtime_with_packages(runtime, ("numpy",)), SNIPPET, mode)
 
 
 def test_numpy_dispatch_cache_grown_inside_a_domain_stays_shared(runtime: str) -> None:

@@ -12,17 +12,16 @@ context-creation warm-up only, as before the handshake warm-up existed) dies of 
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import textwrap
 
-from probe_runs import REPO
+import key_emulation
 
 SNIPPET = """
-import ctypes, json, os, ssl, sys, threading
+import json, os, ssl, sys
 import _faastlane
 from faastlane.runtime import library_caches
+from key_emulation import use_inside_then_revoke
 
 library_caches.warm_openssl()
 warnings = library_caches.warm_tls_handshakes() if sys.argv[1] == "warm" else None
@@ -46,26 +45,15 @@ def handshake(cert, host):
                 pass
     return not ends
 
-def inside():
-    with domain:
-        handshake("keycertecc.pem", "localhost-ecc")  # a function's first HTTPS call
-
-thread = threading.Thread(target=inside)
-thread.start()
-thread.join()
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-assert libc.mprotect(domain.base, domain.committed, 0) == 0  # the owner's key, emulated
+# A function's first HTTPS call, then the owner's key emulated.
+use_inside_then_revoke(domain, lambda: handshake("keycertecc.pem", "localhost-ecc"))
 print(json.dumps({"done": handshake("keycert3.pem", "localhost"), "warnings": warnings}),
       flush=True)
 """
 
 
 def run(runtime: str, mode: str) -> subprocess.CompletedProcess[str]:
-    path = os.pathsep.join(filter(None, [str(REPO / "composer"), os.environ.get("PYTHONPATH")]))
-    return subprocess.run([runtime, "-c", textwrap.dedent(SNIPPET), mode],
-                          capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=path, FAASTLANE_MPK="off"))
+    return key_emulation.run(runtime, SNIPPET, mode)
 
 
 def test_a_second_handshake_after_one_inside_a_domain_completes(runtime: str) -> None:
