@@ -29,10 +29,10 @@ runtime:
 test-env: runtime
 	@scripts/ensure-test-tools.sh
 	@if [ "$$(readlink -f $(TEST_VENV)/bin/python3 2>/dev/null)" != "$$(readlink -f $(MPK_PYTHON))" ] \
-	    || [ ! -f $(TEST_VENV)/.installed ] || [ setup.py -nt $(TEST_VENV)/.installed ]; then \
+	    || [ ! -f $(TEST_VENV)/.installed ] || [ setup.py -nt $(TEST_VENV)/.installed ] || [ bench/setup.py -nt $(TEST_VENV)/.installed ]; then \
 	  rm -rf $(TEST_VENV) && $(MPK_PYTHON) -m venv $(TEST_VENV) \
 	  && $(TEST_VENV)/bin/pip install -q --upgrade pip \
-	  && $(TEST_VENV)/bin/pip install -q -e '.[test]' && touch $(TEST_VENV)/.installed; fi
+	  && $(TEST_VENV)/bin/pip install -q -e '.[test]' -e ./bench && touch $(TEST_VENV)/.installed; fi
 
 test: test-env
 	$(TEST_VENV)/bin/python -m pytest $(PYTEST_ARGS) tests

@@ -22,7 +22,6 @@ setup(
     package_dir={"": "composer", "faastlane_profiler": "profiler"},
     packages=find_packages("composer") + ["faastlane_profiler"],
     include_package_data=True,
-    package_data={"faastlane": ["codegen/templates/*", "bench/prices.json"]},
     python_requires=">=3.11",
     # JSONata workflows: the engine is imported only when a state uses JSONata, and
     # `faastlane compose` copies it into those actions (pure Python, Apache-2.0).
@@ -35,9 +34,6 @@ setup(
         "examples": EXAMPLES,
         # `faastlane deploy --target lambda` talks to AWS through boto3.
         "deploy": ["boto3>=1.34"],
-        # `faastlane bench`: the baselines (moto's Step Functions, S3 via moto_server,
-        # boto3) and the plots.
-        "bench": ["matplotlib>=3.8", "moto[stepfunctions,awslambda,server]>=5.1", *EXAMPLES],
         "test": [
             "pytest>=8",
             "moto[stepfunctions,awslambda,server]>=5.1",
@@ -48,5 +44,9 @@ setup(
             *EXAMPLES,
         ],
     },
-    entry_points={"console_scripts": ["faastlane = faastlane.cli:main"]},
+    entry_points={
+        "console_scripts": ["faastlane = faastlane.cli:main"],
+        # `faastlane profile` (the profiler imports faastlane, never the reverse).
+        "faastlane.commands": ["profile = faastlane_profiler.command"],
+    },
 )

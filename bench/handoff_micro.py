@@ -78,7 +78,7 @@ def _trace_gaps_us(records: list[dict[str, Any]]) -> list[float]:
 
 def serve(payload: int) -> None:
     """Compose the chain with the composer on sys.path, then answer run requests."""
-    from faastlane.compose import prepare, write_action
+    from faastlane.compose.action import prepare, write_action
 
     stamps = types.ModuleType("handoff_stamps")
     stamps.LOG = []  # type: ignore[attr-defined]
@@ -88,7 +88,7 @@ def serve(payload: int) -> None:
         action = write_action(prepare(_stamping_app(folder), isolation="none"),
                               os.path.join(folder, "action"))
         sys.path.insert(0, action)
-        trace = importlib.import_module("faastlane_runtime.trace")
+        trace = importlib.import_module("faastlane_runtime.engine.trace")
         orchestrator = importlib.import_module("orchestrator").ORCHESTRATOR
         event = {"payload": "x" * payload}
         for line in sys.stdin:

@@ -39,9 +39,9 @@ BASE_PACKAGES=ca-certificates,libssl3,libffi8,libsqlite3-0,libreadline8,libncurs
 BASE_REPO=faastlane/debian-base
 RUNTIME_REPO=faastlane/runtime
 # What the runtime image holds besides the interpreter: the action server and its child.
-PROXY_FILES=("$ROOT/composer/faastlane/runtime/action_server.py"
-             "$ROOT/composer/faastlane/runtime/action_launcher.py"
-             "$ROOT/composer/faastlane/runtime/fault_reports.py")
+PROXY_FILES=("$ROOT/composer/faastlane/runtime/platforms/action_server.py"
+             "$ROOT/composer/faastlane/runtime/platforms/action_launcher.py"
+             "$ROOT/composer/faastlane/runtime/engine/fault_reports.py")
 
 note() { printf 'docker/build.sh: %s\n' "$*" >&2; }
 die() { printf 'docker/build.sh: error: %s\n' "$1" >&2; shift; for l in "$@"; do printf '  %s\n' "$l" >&2; done; exit 1; }

@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from faastlane.compose import profile_cache as cache
 from faastlane.deploy.commands import add_connection  # the deploy commands' own options
 
-from . import cache, targets
+from . import targets
 
 TARGETS = ("local", "docker", "openwhisk", "lambda")
 

@@ -9,7 +9,7 @@ Detect, never assume, and never execute RDPKRU/WRPKRU to find out: on a CPU with
   ``EINVAL`` where keys are unsupported, ``ENOSPC`` when all are taken, ``ENOSYS`` for a
   kernel without the call. The kernel answers without touching PKRU on such CPUs;
 - the interpreter: whether it has the cpython-mpk ``_faastlane`` module, and that
-  module's own verdict (``runtime/domains.py``).
+  module's own verdict (``runtime/isolation/domains.py``).
 """
 
 from __future__ import annotations

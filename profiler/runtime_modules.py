@@ -7,8 +7,10 @@ actions) the runtime ships as the top-level package ``faastlane_runtime``.
 from __future__ import annotations
 
 try:
-    from faastlane.runtime import cpus, domains
+    from faastlane.runtime import cpus
+    from faastlane.runtime.isolation import domains
 except ImportError:  # inside the profile action
-    from faastlane_runtime import cpus, domains  # type: ignore[no-redef]
+    from faastlane_runtime import cpus
+    from faastlane_runtime.isolation import domains  # type: ignore[no-redef]
 
 __all__ = ["cpus", "domains"]

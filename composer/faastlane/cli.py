@@ -14,24 +14,33 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
+
+from faastlane.compose.action import check_app, compose
+from faastlane.compose.app import load_app
+from faastlane.deploy.commands import COMMANDS as DEPLOY_COMMANDS
+from faastlane.deploy.commands import register as register_deploy
+from faastlane.inspect.commands import COMMANDS as INSPECT_COMMANDS
+from faastlane.inspect.commands import register as register_inspect
 
 from . import __version__
-from .app import load_app
-from .bench.commands import COMMANDS as BENCH_COMMANDS
-from .bench.commands import register as register_bench
-from .compose import check_app, compose
-from .deploy.commands import COMMANDS as DEPLOY_COMMANDS
-from .deploy.commands import register as register_deploy
-from faastlane_profiler.command import COMMANDS as PROFILE_COMMANDS
-from faastlane_profiler.command import register as register_profile
+from .cli_options import add_input, add_planning, planning, read_input
 from .errors import FaastlaneError, InvalidWorkflow
-from .inspect.command import COMMANDS as INSPECT_COMMANDS
-from .inspect.command import register as register_inspect
-from .options import add_input, add_planning, planning, read_input
+
+Handler = Callable[[argparse.Namespace], int]
+
+# Commands that other parts of the distribution add without this module importing them
+# (they import faastlane, never the reverse): a module named in the entry-point group
+# has ``register(subparsers)`` and ``COMMANDS`` (name -> handler), as deploy and inspect.
+PLUGIN_GROUP = "faastlane.commands"
 
 
-def _parser() -> argparse.ArgumentParser:
+def _plugins() -> list:
+    return [entry.load() for entry in entry_points(group=PLUGIN_GROUP)]
+
+
+def _parser(plugins: list) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="faastlane",
         description="Compose a Step Functions workflow of Python functions into one "
@@ -70,9 +79,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="compose into DIR and keep it (default: a temporary folder)")
     add_planning(run)
     register_deploy(commands, add_planning)
-    register_bench(commands)
-    register_profile(commands)
     register_inspect(commands)
+    for plugin in plugins:
+        plugin.register(commands)
     return parser
 
 
@@ -124,15 +133,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1
 
 
-_COMMANDS = {"validate": cmd_validate, "compose": cmd_compose, "run": cmd_run,
-             **DEPLOY_COMMANDS, **BENCH_COMMANDS, **PROFILE_COMMANDS,
-             **INSPECT_COMMANDS}
+_COMMANDS: dict[str, Handler] = {"validate": cmd_validate, "compose": cmd_compose,
+                                  "run": cmd_run, **DEPLOY_COMMANDS, **INSPECT_COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    plugins = _plugins()
+    args = _parser(plugins).parse_args(argv)
+    handlers = dict(_COMMANDS)
+    for plugin in plugins:
+        handlers.update(plugin.COMMANDS)
     try:
-        return _COMMANDS[args.command](args)
+        return handlers[args.command](args)
     except InvalidWorkflow as exc:
         _print_problems(exc.problems, sys.stderr)
         sys.stderr.write(f"faastlane: {exc}\n")

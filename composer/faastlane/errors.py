@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .asl.problem import Problem
+from faastlane.asl.problem import Problem
 
 
 class FaastlaneError(Exception):

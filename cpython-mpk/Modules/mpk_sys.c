@@ -8,7 +8,7 @@
  * the instruction pointer to the filter (struct seccomp_data), and a call
  * issued anywhere else -- libc's wrappers reached through ctypes, an inline
  * `syscall` in a function's native extension -- gets EPERM.  The filter finds
- * the site by the stub's bytes (see runtime/seccomp_filter.py), so the stub
+ * the site by the stub's bytes (see runtime/isolation/seccomp_filter.py), so the stub
  * must stay exactly as written.
  */
 #ifndef _GNU_SOURCE

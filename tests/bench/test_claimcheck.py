@@ -2,7 +2,7 @@
 
 import json
 
-from faastlane.bench import claimcheck
+from faastlane_bench import claimcheck
 
 
 class MemoryStore:

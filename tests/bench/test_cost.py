@@ -1,8 +1,7 @@
 """The cost model: billing granularity, memory chunks, and the paper's comparison."""
 
 import pytest
-
-from faastlane.bench import cost
+from faastlane_bench import cost
 
 
 @pytest.fixture()

@@ -14,9 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from faastlane.bench.catalogue import (BASELINE_OPENWHISK, BASELINE_STEP_FUNCTIONS,
-                                       FAASTLANE_NS, KNOWN_DIVERGENCES, example_workloads)
+from faastlane_bench.catalogue import (
+    BASELINE_OPENWHISK,
+    BASELINE_STEP_FUNCTIONS,
+    FAASTLANE_NS,
+    KNOWN_DIVERGENCES,
+    example_workloads,
+)
 
 QUICK_TIMEOUT = 1200  # seconds; generous for a loaded 2-core CI machine
 

@@ -4,9 +4,8 @@ import json
 import math
 
 import pytest
-
-from faastlane.bench import catalogue, stats
-from faastlane.bench.stepfunctions_baseline import lambda_arns
+from faastlane_bench import catalogue, stats
+from faastlane_bench.stepfunctions_baseline import lambda_arns
 
 
 def test_percentile_is_nearest_rank():
@@ -72,7 +71,7 @@ def test_step_functions_get_full_function_arns():
 
 
 def test_goals_are_judged_from_the_run():
-    from faastlane.bench import report
+    from faastlane_bench import report
 
     def system(kind, e2e, interaction, planning=None, handoffs=None):
         return {"kind": kind, "planning": planning if planning is not None else {},

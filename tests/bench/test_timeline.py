@@ -1,6 +1,6 @@
 """The latency breakdown: covered time, interaction, hand-offs."""
 
-from faastlane.bench.timeline import Span, breakdown, covered, handoffs, spans_from_records
+from faastlane_bench.timeline import Span, breakdown, covered, handoffs, spans_from_records
 
 
 def test_covered_counts_overlaps_once_and_clips():

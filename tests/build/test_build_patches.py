@@ -6,7 +6,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from build_support import git
 
 ORIGINAL = "".join(f"line {i}\n" for i in range(1, 41))

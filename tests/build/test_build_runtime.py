@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from build_support import CPYTHON_MPK, pinned
 
 BUILD = CPYTHON_MPK / "build"

@@ -11,7 +11,6 @@ import logging
 import os
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-
 from pathlib import Path
 
 import pytest

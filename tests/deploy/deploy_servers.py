@@ -16,7 +16,9 @@ from typing import Any
 
 from integration.apps import ROOT
 
-ACTION_SERVER = ROOT / "composer" / "faastlane" / "runtime" / "action_server.py"
+# The runtime image runs the server as a script beside fault_reports.py; from the source
+# tree it runs as a module of the package.
+ACTION_SERVER_MODULE = "faastlane.runtime.platforms.action_server"
 
 
 def free_port() -> int:
@@ -72,7 +74,7 @@ def start_action_server(tmp: Path) -> tuple[subprocess.Popen, ActionServer]:
     port = free_port()
     out, err = tmp / "server.stdout", tmp / "server.stderr"
     process = subprocess.Popen(
-        [sys.executable, str(ACTION_SERVER), "--host", "127.0.0.1", "--port", str(port),
+        [sys.executable, "-m", ACTION_SERVER_MODULE, "--host", "127.0.0.1", "--port", str(port),
          "--root", str(tmp / "actions")],
         stdout=out.open("wb"), stderr=err.open("wb"))
     wait_for_port(port, process)

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from faastlane.compose import prepare, write_action
+from faastlane.compose.action import prepare, write_action
 from faastlane.deploy.image_bundle import LambdaImagePackage, package_lambda_image
 from faastlane.deploy.images import resolve_base
 from faastlane.deploy.vendoring import requirement_files, vendor

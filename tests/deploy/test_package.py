@@ -22,7 +22,7 @@ def test_openwhisk_zip_holds_the_action_and_vendored_packages(small_app: Path, t
     assert "wsk action create small" in done.stdout and "--kind python:3.11" in done.stdout
     inside = names(out)
     assert {"__main__.py", "orchestrator.py", "plan.json", "workflow.json",
-            "faastlane_runtime/platforms.py", "functions/check.py", "inflection/__init__.py"} \
+            "faastlane_runtime/platforms/entry.py", "functions/check.py", "inflection/__init__.py"} \
         <= inside
     assert not any("__pycache__" in name for name in inside)
     again = tmp_path / "again.zip"
@@ -38,7 +38,7 @@ def test_lambda_function_zip_and_layer(tmp_path: Path):
     assert {"lambda_function.py", "orchestrator.py", "plan.json",
             "functions/RunAuditRule.py"} <= function
     assert not any(name.startswith("faastlane_runtime/") for name in function)
-    assert "python/faastlane_runtime/platforms.py" in layer
+    assert "python/faastlane_runtime/platforms/entry.py" in layer
     assert all(name.startswith("python/") for name in layer)
     assert "runtime python3.13, handler lambda_function.handler" in done.stdout
 

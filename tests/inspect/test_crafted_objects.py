@@ -9,7 +9,7 @@ from pathlib import Path
 from crafted_elf import compiler, function, shared_object, symbols
 
 from faastlane.inspect.scanner import Target, inspect_targets
-from faastlane.runtime.pkru_scan import scan_elf
+from faastlane.runtime.isolation.pkru_scan import scan_elf
 
 CRAFTED = "".join([
     function("aligned_wrpkru", "xorl %ecx, %ecx\nxorl %edx, %edx\nwrpkru\nret"),

@@ -17,8 +17,8 @@ from crafted_elf import compiler, function, shared_object
 
 PRELUDE = """
 import ctypes, os, sys
-from faastlane.runtime import hardening
-from faastlane.runtime.hardening import IsolationViolation, Policy, function_scope
+from faastlane.runtime.isolation import hardening
+from faastlane.runtime.isolation.hardening import IsolationViolation, Policy, function_scope
 SECRET = b"private-data-of-function-A"
 def attempt(label, action):
     try:
@@ -135,7 +135,7 @@ def test_refuse_ctypes_stops_raw_memory_access_in_functions() -> None:
 
 SECCOMP = """
 import ctypes, errno, os
-from faastlane.runtime.seccomp_filter import build_filter, install
+from faastlane.runtime.isolation.seccomp_filter import build_filter, install
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 class IoVec(ctypes.Structure):
@@ -203,7 +203,10 @@ def test_the_runtime_key_syscall_site_passes_the_filter_and_nothing_else_does() 
     it -- never the filter's EPERM); process_vm_readv from there is still refused, and
     pkey_alloc through libc's syscall() is refused."""
     out = seccomp_child("""
-    from faastlane.runtime.seccomp_filter import KEY_SYSCALL_STUB, runtime_key_syscall_site
+    from faastlane.runtime.isolation.seccomp_filter import (
+        KEY_SYSCALL_STUB,
+        runtime_key_syscall_site,
+    )
     site = runtime_key_syscall_site()
     start = site + 1 - len(KEY_SYSCALL_STUB)
     print("bytes", ctypes.string_at(start, len(KEY_SYSCALL_STUB)) == KEY_SYSCALL_STUB)
@@ -222,8 +225,8 @@ def test_the_runtime_key_syscall_site_passes_the_filter_and_nothing_else_does() 
 
 ACTIVATE = """
 import json, os, sys, threading
-from faastlane.runtime import hardening
-from faastlane.runtime.hardening import IsolationViolation, function_scope
+from faastlane.runtime.isolation import hardening
+from faastlane.runtime.isolation.hardening import IsolationViolation, function_scope
 def attempt(label, action):
     try:
         result = action()

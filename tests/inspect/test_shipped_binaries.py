@@ -24,7 +24,7 @@ from faastlane.inspect.gate import GATE_START, runtime_gate
 from faastlane.inspect.report import Report
 from faastlane.inspect.scanner import Target, elf_targets, inspect_targets
 from faastlane.inspect.targets import python_targets
-from faastlane.runtime.pkru_scan import WRPKRU, check_gate, code_ranges
+from faastlane.runtime.isolation.pkru_scan import WRPKRU, check_gate, code_ranges
 
 _OBJDUMP_HIT = re.compile(r"^\s*([0-9a-f]+):\s+(?:[0-9a-f]{2} )+\s*(wrpkru|xrstor64|xrstor)\b",
                           re.M)

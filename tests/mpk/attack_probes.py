@@ -46,7 +46,7 @@ from typing import Any
 import _faastlane
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "composer"))
-from faastlane.runtime import hardening, seccomp_filter  # noqa: E402
+from faastlane.runtime.isolation import hardening, seccomp_filter  # noqa: E402
 
 Note = Callable[[str, Any], None]
 MODES = ("control", "hardened", "native", "libraries")

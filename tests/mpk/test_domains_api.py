@@ -1,4 +1,4 @@
-"""``faastlane.runtime.domains``: the Python API the Orchestrator calls.
+"""``faastlane.runtime.isolation.domains``: the Python API the Orchestrator calls.
 
 Snippets run in fresh runtime processes (the package is found through PYTHONPATH, as
 it is inside a composed action), with and without ``_faastlane`` importable.
@@ -12,9 +12,10 @@ import subprocess
 import textwrap
 
 import pytest
-from faastlane.runtime import domains
 from probe_runs import REPO
 from test_domains_native import host_has_pku
+
+from faastlane.runtime.isolation import domains
 
 # A None entry in sys.modules makes ``import _faastlane`` raise ImportError.
 BLOCK_NATIVE = "import sys; sys.modules['_faastlane'] = None\n"
@@ -46,7 +47,7 @@ def test_without_native_module_reports_why_and_refuses_domains(runtime: str) -> 
         block_native=True,
         code="""
         import json
-        from faastlane.runtime import domains as d
+        from faastlane.runtime.isolation import domains as d
         s = d.status()
         try:
             d.keys_enabled("on"); on = None
@@ -76,7 +77,7 @@ def test_status_matches_the_native_module_on_the_runtime(runtime: str) -> None:
         runtime,
         """
         import json, _faastlane
-        from faastlane.runtime import domains as d
+        from faastlane.runtime.isolation import domains as d
         s = d.status()
         print(json.dumps({"api": [s.available, s.reason, s.implementation],
                           "native": [_faastlane.available(), _faastlane.unavailable_reason()]}))
@@ -91,7 +92,7 @@ def test_protection_domain_lifecycle_on_the_runtime(runtime: str) -> None:
         runtime,
         """
         import json
-        from faastlane.runtime import domains as d
+        from faastlane.runtime.isolation import domains as d
         f = d.ProtectionDomain("resize")
         g = d.ProtectionDomain("classify")
         before = d.current_domain()
@@ -140,7 +141,7 @@ def test_keys_off_setting_is_honoured_by_module_and_api(runtime: str) -> None:
         runtime,
         """
         import json
-        from faastlane.runtime import domains as d
+        from faastlane.runtime.isolation import domains as d
         print(json.dumps({"enabled": d.keys_enabled(), "status": d.status().reason}))
         """,
         FAASTLANE_MPK="off",
@@ -167,7 +168,7 @@ def test_keys_on_fails_closed_where_keys_are_missing(runtime: str) -> None:
         runtime,
         """
         import json
-        from faastlane.runtime import domains as d
+        from faastlane.runtime.isolation import domains as d
         try:
             print(json.dumps({"enabled": d.keys_enabled("on")}))
         except d.IsolationUnavailableError as exc:

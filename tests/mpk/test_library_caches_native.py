@@ -20,7 +20,7 @@ SNIPPET = """
 import json, sys
 import numpy as np
 import _faastlane
-from faastlane.runtime import library_caches
+from faastlane.runtime.isolation import library_caches
 from key_emulation import use_inside_then_revoke
 
 warnings = library_caches.share_loaded() if sys.argv[1] == "register" else None

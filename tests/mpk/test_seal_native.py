@@ -141,7 +141,7 @@ def test_a_born_sealed_thread_is_function_code_for_the_hardening(runtime: str) -
     """The hardening's hook asks the C state: a thread the function started, with no
     scope marker and in no domain, is still that function."""
     out = run("""
-from faastlane.runtime import hardening
+from faastlane.runtime.isolation import hardening
 hardening.install(hardening.Policy(None))
 def born():
     print("born", hardening.current_function())

@@ -20,7 +20,7 @@ import key_emulation
 SNIPPET = """
 import json, os, ssl, sys
 import _faastlane
-from faastlane.runtime import library_caches
+from faastlane.runtime.isolation import library_caches
 from key_emulation import use_inside_then_revoke
 
 library_caches.warm_openssl()

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from faastlane.runtime import sigv4
-from faastlane.runtime.errors import StatesError
-from faastlane.runtime.object_store import ObjectStore
+from faastlane.runtime.asl.errors import StatesError
+from faastlane.runtime.parallel import sigv4
+from faastlane.runtime.parallel.object_store import ObjectStore
 
 KEY, SECRET = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 

@@ -8,7 +8,8 @@ import json
 import os
 from pathlib import Path
 
-from faastlane.bench import placement
+from faastlane_bench import placement
+
 from integration.apps import faastlane
 
 

@@ -8,18 +8,16 @@ from pathlib import Path
 import pytest
 
 from deploy.deploy_apps import FINRA
-from faastlane.plan import placements
-from faastlane.runtime.execution import PARALLEL_PROCESSES, PARALLEL_THREADS
-from faastlane.runtime.model import machine_from_asl
-from faastlane.runtime.remote import (
+from faastlane.compose.plan import placements
+from faastlane.runtime.asl.model import machine_from_asl
+from faastlane.runtime.options import (
     CONTAINERS,
+    PARALLEL_PROCESSES,
+    PARALLEL_THREADS,
     PROCESSES,
     THREADS,
-    find_state,
-    pack_inputs,
-    split,
-    unpack_inputs,
 )
+from faastlane.runtime.parallel.protocol import find_state, pack_inputs, split, unpack_inputs
 from integration.apps import faastlane
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faastlane_profiler import cache, mpk, scaling
+from faastlane_profiler import mpk, scaling
 
 from deploy.deploy_apps import FINRA
 from deploy.openwhisk_endpoint import OpenWhiskEndpoint
+from faastlane.compose import profile_cache as cache
 from faastlane.runtime import cpus
 from integration.apps import faastlane
 

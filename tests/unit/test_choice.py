@@ -7,8 +7,9 @@ and the Amazon States Language specification, quoted where used, or hand reasoni
 from __future__ import annotations
 
 import pytest
-from faastlane.runtime.choice import COMPARATORS, choose, evaluate_rule
-from faastlane.runtime.errors import NO_CHOICE_MATCHED, RUNTIME, StatesError
+
+from faastlane.runtime.asl.choice import COMPARATORS, choose, evaluate_rule
+from faastlane.runtime.asl.errors import NO_CHOICE_MATCHED, RUNTIME, StatesError
 
 CONTEXT = {"State": {"Name": "Decide", "EnteredTime": "2024-01-01T00:00:00Z"},
            "Execution": {"Input": {"limit": 25}}}

@@ -1,6 +1,6 @@
 """Retry/Catch matching of error names (Step Functions developer guide, "Error names")."""
 
-from faastlane.runtime.errors import error_matches
+from faastlane.runtime.asl.errors import error_matches
 
 
 def test_a_name_matches_itself_only() -> None:

@@ -4,8 +4,8 @@ import os
 import signal
 import time
 
-from faastlane.runtime.errors import StatesError
-from faastlane.runtime.forking import run_forked
+from faastlane.runtime.asl.errors import StatesError
+from faastlane.runtime.engine.forking import run_forked
 
 
 def test_results_come_back_in_job_order_from_children() -> None:

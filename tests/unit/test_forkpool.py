@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from faastlane.runtime import trace
-from faastlane.runtime.execution import Options
-from faastlane.runtime.functions import FunctionSpec
-from faastlane.runtime.model import machine_from_asl
+from faastlane.runtime.asl.model import machine_from_asl
+from faastlane.runtime.engine import trace
+from faastlane.runtime.engine.functions import FunctionSpec
+from faastlane.runtime.options import Options
 from faastlane.runtime.orchestrator import Orchestrator
 
 FUNCTIONS = {

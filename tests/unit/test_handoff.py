@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from faastlane.compose import prepare
-from faastlane.runtime import trace
-from faastlane.runtime.lambda_context import LambdaContext
+from faastlane.compose.action import prepare
+from faastlane.runtime.engine import trace
+from faastlane.runtime.engine.lambda_context import LambdaContext
 from faastlane.runtime.orchestrator import SUCCEEDED, Orchestrator
 
 MUTATE = '''
@@ -239,9 +239,10 @@ def test_a_relay_to_a_function_that_does_not_exist_fails_instead_of_waiting(
 
 def test_an_execution_that_calls_functions_elsewhere_is_not_relayed(tmp_path: Path) -> None:
     """The benchmark's OpenWhisk-style controller overrides call_function."""
-    from faastlane.runtime.execution import Execution, Options
-    from faastlane.runtime.functions import FunctionRegistry
-    from faastlane.runtime.states import run_machine
+    from faastlane.runtime.engine.execution import Execution
+    from faastlane.runtime.engine.functions import FunctionRegistry
+    from faastlane.runtime.interpreter.states import run_machine
+    from faastlane.runtime.options import Options
 
     class Elsewhere(Execution):
         def call_function(self, state_name: str, function: str, event: Any,

@@ -10,9 +10,15 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from faastlane.runtime.errors import INTRINSIC_FAILURE, StatesError
-from faastlane.runtime.intrinsics import IntrinsicSyntaxError, check, evaluate, is_intrinsic
-from faastlane.runtime.paths import PathNotFound
+
+from faastlane.runtime.asl.errors import INTRINSIC_FAILURE, StatesError
+from faastlane.runtime.asl.intrinsics import (
+    IntrinsicSyntaxError,
+    check,
+    evaluate,
+    is_intrinsic,
+)
+from faastlane.runtime.asl.jsonpath import PathNotFound
 
 CONTEXT = {"Execution": {"Id": "exec-1", "Name": "run"}, "State": {"Name": "S"}}
 

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from faastlane.runtime.errors import QUERY_EVALUATION_ERROR, StatesError
-from faastlane.runtime.execution import PARALLEL_THREADS, Execution, Options
-from faastlane.runtime.functions import FunctionRegistry
-from faastlane.runtime.jsonata_eval import evaluate_field, is_expression, states_variable
-from faastlane.runtime.model import machine_from_asl
-from faastlane.runtime.states import run_machine
+from faastlane.runtime.asl.errors import QUERY_EVALUATION_ERROR, StatesError
+from faastlane.runtime.asl.jsonata import evaluate_field, is_expression, states_variable
+from faastlane.runtime.asl.model import machine_from_asl
+from faastlane.runtime.engine.execution import Execution
+from faastlane.runtime.engine.functions import FunctionRegistry
+from faastlane.runtime.interpreter.states import run_machine
+from faastlane.runtime.options import PARALLEL_THREADS, Options
 
 
 def run(definition: dict, data: Any, parallel: str = PARALLEL_THREADS) -> Any:
@@ -270,7 +271,7 @@ def test_compose_accepts_jsonata_and_variables_but_still_refuses_what_cannot_run
     # What composes: both query languages and Assign. Still refused with a pointer:
     # fields the runtime would otherwise ignore (a distributed Map's ItemReader, the
     # JSONPath Map's MaxConcurrencyPath).
-    from faastlane.unsupported import unsupported_features
+    from faastlane.asl.unsupported import unsupported_features
 
     runs = jsonata(T={"Type": "Task", "Resource": "f", "Arguments": {"a": "{% 1 %}"},
                       "Assign": {"x": 1}, "Output": "{% $states.result %}"})

@@ -4,7 +4,7 @@ import decimal
 
 import pytest
 
-from faastlane.runtime.jsonvalue import NotJSONSerializable, copy_event, detach
+from faastlane.runtime.asl.jsonvalue import NotJSONSerializable, copy_event, detach
 
 
 def test_containers_are_copied_and_strings_shared() -> None:

@@ -1,4 +1,4 @@
-"""Per-function module instances (runtime/module_instances.py), with the real import
+"""Per-function module instances (runtime/isolation/module_instances.py), with the real import
 system: a module whose functions make a default on first use, imported through
 :class:`InstanceImporter` by two "functions" (two instance tables)."""
 
@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from faastlane.runtime.module_instances import InstanceImporter, instance_of
+from faastlane.runtime.isolation.module_instances import InstanceImporter, instance_of
 
 LAZY_DEFAULT = '''
 """A library with a default made by its first call, as boto3 makes its session."""

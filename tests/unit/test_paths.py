@@ -11,14 +11,16 @@ import copy
 
 import pytest
 
-from faastlane.runtime.errors import RESULT_PATH_MATCH_FAILURE, RUNTIME, StatesError
-from faastlane.runtime.paths import (
-    PathNotFound,
-    PathSyntaxError,
+from faastlane.runtime.asl.errors import RESULT_PATH_MATCH_FAILURE, RUNTIME, StatesError
+from faastlane.runtime.asl.input_output import (
     apply_input_path,
     apply_output_path,
     apply_result_path,
     apply_template,
+)
+from faastlane.runtime.asl.jsonpath import (
+    PathNotFound,
+    PathSyntaxError,
     check_path,
     check_reference_path,
     read,

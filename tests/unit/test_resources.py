@@ -2,7 +2,7 @@
 
 import pytest
 
-from faastlane.runtime.resources import UnsupportedResource, task_target
+from faastlane.runtime.asl.resources import UnsupportedResource, task_target
 
 
 @pytest.mark.parametrize("resource", [

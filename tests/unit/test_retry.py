@@ -2,8 +2,8 @@
 
 import random
 
-from faastlane.runtime.model import Retrier
-from faastlane.runtime.states import retry_delay
+from faastlane.runtime.asl.model import Retrier
+from faastlane.runtime.interpreter.states import retry_delay
 
 
 def test_defaults_are_one_second_doubling() -> None:

@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from faastlane.asl import Problem, validate
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from faastlane.asl import load_definition, validate
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "asl"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from faastlane.asl.jsonata import (
+
+from faastlane.asl.jsonata_syntax import (
     JSONataSyntaxError,
     check_expression,
     is_expression,

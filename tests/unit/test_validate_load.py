@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from faastlane.asl import Problem, load_definition
 
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from faastlane.runtime.errors import DATA_LIMIT_EXCEEDED, RUNTIME, StatesError
-from faastlane.runtime.execution import (PARALLEL_PROCESSES, PARALLEL_THREADS, Execution,
-                                         Options)
-from faastlane.runtime.functions import FunctionRegistry
-from faastlane.runtime.model import machine_from_asl
-from faastlane.runtime.states import run_machine
-from faastlane.runtime.variables import MAX_ASSIGN_BYTES, Variables
+from faastlane.runtime.asl.errors import DATA_LIMIT_EXCEEDED, RUNTIME, StatesError
+from faastlane.runtime.asl.model import machine_from_asl
+from faastlane.runtime.asl.variables import MAX_ASSIGN_BYTES, Variables
+from faastlane.runtime.engine.execution import Execution
+from faastlane.runtime.engine.functions import FunctionRegistry
+from faastlane.runtime.interpreter.states import run_machine
+from faastlane.runtime.options import PARALLEL_PROCESSES, PARALLEL_THREADS, Options
 
 
 def run(definition: dict, data: Any, parallel: str = PARALLEL_THREADS) -> Any:

@@ -5,8 +5,8 @@
 with an RFC 6901 JSON pointer.
 """
 
-from faastlane.asl.load import load_definition
-from faastlane.asl.problem import Problem
-from faastlane.asl.validate import validate
+from .load import load_definition
+from .problem import Problem
+from .validate import validate
 
 __all__ = ["Problem", "load_definition", "validate"]

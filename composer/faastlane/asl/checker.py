@@ -11,11 +11,12 @@ import re
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from faastlane.asl import fields as F
-from faastlane.asl import jsonata
-from faastlane.asl.problem import Problem, child
-from faastlane.runtime import intrinsics
-from faastlane.runtime.paths import PathSyntaxError, check_path, check_reference_path
+from faastlane.runtime.asl import intrinsics
+from faastlane.runtime.asl.jsonpath import PathSyntaxError, check_path, check_reference_path
+
+from . import fields as F
+from . import jsonata_syntax as jsonata
+from .problem import Problem, child
 
 # Any ARN (Task resources of AWS integrations, Map ItemReader/ResultWriter resources).
 ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(?P<service>[a-z0-9-]+):[^:]*:[^:]*:.+$")

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from faastlane.asl import fields as F
-from faastlane.asl import jsonata
-from faastlane.asl.checker import Checker, is_number
-from faastlane.asl.problem import child
-from faastlane.runtime.choice import COMPARATORS, parse_timestamp
+from faastlane.runtime.asl.choice import COMPARATORS, parse_timestamp
+
+from . import fields as F
+from . import jsonata_syntax as jsonata
+from .checker import Checker, is_number
+from .problem import child
 
 _KIND_WORDS = {
     "string": "a string",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from faastlane.asl import fields as F
-from faastlane.asl.checker import Checker, json_type
-from faastlane.asl.problem import child
-from faastlane.runtime.errors import ALL as STATES_ALL
+from faastlane.runtime.asl.errors import ALL as STATES_ALL
+
+from . import fields as F
+from .checker import Checker, json_type
+from .problem import child
 
 # Limits from the Step Functions developer guide ("Handling errors").
 MAX_INTERVAL = 99_999_999

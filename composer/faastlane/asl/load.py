@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from faastlane.asl.problem import Problem, child, sort_key
+from .problem import Problem, child, sort_key
 
 
 class _Object(dict[str, Any]):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from faastlane.asl import fields as F
-from faastlane.asl import jsonata
-from faastlane.asl.checker import ARN, Checker
-from faastlane.asl.problem import child
+from . import fields as F
+from . import jsonata_syntax as jsonata
+from .checker import ARN, Checker
+from .problem import child
 
 MAX_MAP_LABEL = 40
 MAX_ITEMS = 100_000_000

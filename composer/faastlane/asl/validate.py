@@ -23,15 +23,16 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from faastlane.asl import fields as F
-from faastlane.asl import jsonata
-from faastlane.asl.checker import ARN, is_int, json_type
-from faastlane.asl.choice_rules import ChoiceChecks
-from faastlane.asl.error_handling import ErrorHandlingChecks
-from faastlane.asl.map_state import MapChecks
-from faastlane.asl.problem import Problem, child, sort_key
-from faastlane.runtime.choice import parse_timestamp
-from faastlane.runtime.resources import LAMBDA_INVOKE, UnsupportedResource, task_target
+from faastlane.runtime.asl.choice import parse_timestamp
+from faastlane.runtime.asl.resources import LAMBDA_INVOKE, UnsupportedResource, task_target
+
+from . import fields as F
+from . import jsonata_syntax as jsonata
+from .checker import ARN, is_int, json_type
+from .choice_rules import ChoiceChecks
+from .error_handling import ErrorHandlingChecks
+from .map_state import MapChecks
+from .problem import Problem, child, sort_key
 
 # Limits from the Step Functions developer guide ("Quotas" and the state pages).
 MAX_STATE_NAME = 80

@@ -25,9 +25,10 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from ..compose import RUNTIME_PACKAGE, prepare, write_action
-from ..inspect.shipment import app_waivers, check_trees, inspect_shipment
-from ..inspect.waivers import Waiver
+from faastlane.compose.action import RUNTIME_PACKAGE, prepare, write_action
+from faastlane.inspect.shipment import app_waivers, check_trees, inspect_shipment
+from faastlane.inspect.waivers import Waiver
+
 from . import limits
 from .archive import Archive, write_zip
 from .errors import RuntimeNotBuilt

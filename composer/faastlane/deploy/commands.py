@@ -15,10 +15,16 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from ..options import planning, read_input
+from faastlane.cli_options import planning, read_input
+
 from . import bundle, image_bundle
 from .aws_lambda import LambdaClient
-from .deployer import deploy_lambda, deploy_lambda_image, deploy_openwhisk, deploy_openwhisk_image
+from .deployer import (
+    deploy_lambda,
+    deploy_lambda_image,
+    deploy_openwhisk,
+    deploy_openwhisk_image,
+)
 from .errors import DeployError, InvocationFailed
 from .images import BuiltImage
 from .openwhisk import OpenWhiskClient

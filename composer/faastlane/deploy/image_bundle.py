@@ -24,9 +24,10 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from ..compose import prepare, write_action
-from ..inspect.report import Report
-from ..inspect.shipment import app_waivers, inspect_shipment
+from faastlane.compose.action import prepare, write_action
+from faastlane.inspect.report import Report
+from faastlane.inspect.shipment import app_waivers, inspect_shipment
+
 from . import limits
 from .archive import Archive, write_zip
 from .bundle import LAMBDA_HANDLER, RUNTIME_INTERFACE_CLIENT

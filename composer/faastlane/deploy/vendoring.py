@@ -17,7 +17,8 @@ import subprocess
 import sys
 import tempfile
 
-from ..app import FUNCTIONS_DIR
+from faastlane.compose.app import FUNCTIONS_DIR
+
 from .errors import VendoringFailed
 
 REQUIREMENTS = "requirements.txt"

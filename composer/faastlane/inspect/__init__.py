@@ -7,7 +7,7 @@ the runtime's own checked gate sequence (``cpython-mpk/Modules/mpk_pkru.c``).
 
 Modules, one concern each:
 
-- ``faastlane.runtime.pkru_scan`` -- the matcher (standard library; ships in actions);
+- ``faastlane.runtime.isolation.pkru_scan`` -- the matcher (standard library; ships in actions);
 - ``elf_files`` -- pyelftools: executable segments and sections, symbols;
 - ``gate`` -- the gate's bytes, from ``_faastlane`` or compiled from the C source;
 - ``disassembly`` -- capstone listings around a finding;

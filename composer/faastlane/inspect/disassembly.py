@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import capstone
 
-from ..runtime.pkru_scan import CodeRange, Occurrence
+from faastlane.runtime.isolation.pkru_scan import CodeRange, Occurrence
+
 from .elf_files import ElfImage
 
 _LEAD_IN = 48  # bytes decoded before a finding when no symbol gives a start

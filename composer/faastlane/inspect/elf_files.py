@@ -17,7 +17,8 @@ from elftools.elf.constants import P_FLAGS, SH_FLAGS
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from ..runtime.pkru_scan import ELF_MAGIC, CodeRange
+from faastlane.runtime.isolation.pkru_scan import ELF_MAGIC, CodeRange
+
 from .errors import InspectionError
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import FaastlaneError
+from faastlane.errors import FaastlaneError
 
 
 class InspectionError(FaastlaneError):

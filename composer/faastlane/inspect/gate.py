@@ -21,7 +21,8 @@ import shutil
 import subprocess
 import tempfile
 
-from ..runtime.pkru_scan import check_gate
+from faastlane.runtime.isolation.pkru_scan import check_gate
+
 from .elf_files import read_elf, symbol_bytes
 from .errors import GateUnavailable
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..runtime.pkru_scan import WRPKRU_KIND
+from faastlane.runtime.isolation.pkru_scan import WRPKRU_KIND
+
 from .waivers import Waiver
 
 # What the user can do, per kind; shown once per report, after the findings.

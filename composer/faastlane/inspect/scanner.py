@@ -1,6 +1,6 @@
 """Scanning files and folders: every ELF file, every executable byte, every offset.
 
-The matcher itself is ``faastlane.runtime.pkru_scan`` (shared with the runtime's
+The matcher itself is ``faastlane.runtime.isolation.pkru_scan`` (shared with the runtime's
 load-time checks); this module reads files with pyelftools, asks for the gate only
 when a WRPKRU turns up, and turns occurrences into findings with disassembly.
 """
@@ -12,7 +12,8 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..runtime.pkru_scan import WRPKRU, WRPKRU_KIND, scan_code
+from faastlane.runtime.isolation.pkru_scan import WRPKRU, WRPKRU_KIND, scan_code
+
 from .disassembly import disassemble
 from .elf_files import ElfImage, is_elf, read_elf
 from .errors import GateUnavailable

@@ -13,13 +13,15 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import StatesError, error_object
-from .execution import MPK, Execution, Options
-from .forkpool import ForkPool, untrusted_functions
-from .functions import FunctionRegistry, FunctionSpec
-from .model import Machine
-from .remote import Spiller
-from .states import run_machine
+from .asl.errors import StatesError, error_object
+from .asl.model import Machine
+from .engine.execution import Execution
+from .engine.functions import FunctionRegistry, FunctionSpec, Invocable
+from .interpreter.states import run_machine
+from .options import MPK, Options
+from .parallel.forkpool import ForkPool, untrusted_functions
+from .parallel.sections import Sections
+from .parallel.spill import Spiller
 
 SUCCEEDED = "SUCCEEDED"
 FAILED = "FAILED"
@@ -48,6 +50,14 @@ def load_options(plan_file: str) -> Options:
     return Options(**{k: v for k, v in recorded.items() if k in Options.__dataclass_fields__})
 
 
+def _load_private(root: str, spec: FunctionSpec, keep_escapes: bool) -> Invocable:
+    """A function in its own private heap (isolation mpk), imported only when asked:
+    the private heaps need the cpython-mpk runtime."""
+    from .isolation.private_heaps import load
+
+    return load(root, spec, keep_escapes)
+
+
 class Orchestrator:
     """A composed workflow, ready to run instances."""
 
@@ -58,7 +68,7 @@ class Orchestrator:
         self.root = root
         plan = os.path.join(root, "plan.json")
         self.options = options or (load_options(plan) if os.path.exists(plan) else Options())
-        self.functions = FunctionRegistry(root, functions)
+        self.functions = FunctionRegistry(root, functions, _load_private)
         self.functions.preload(private=self.options.isolation == MPK,
                                kept_escapes=self.options.kept_escapes)
         # Warm workers for Parallel/Map, forked now that every module is imported.
@@ -73,11 +83,10 @@ class Orchestrator:
     def execute(self, execution_input: Any, options: Options | None = None,
                 execution_name: str | None = None) -> Result:
         """Run one workflow instance to its end."""
-        execution = Execution(self.name, execution_input, self.functions,
-                              options or self.options, self.workflow.timeout_seconds,
-                              execution_name)
-        execution.spiller = Spiller.from_environ(self.workflow, execution.options)
-        execution.forkpool = self.pool  # type: ignore[attr-defined]
+        options = options or self.options
+        sections = Sections(Spiller.from_environ(self.workflow, options, self.pool))
+        execution = Execution(self.name, execution_input, self.functions, options,
+                              self.workflow.timeout_seconds, execution_name, sections)
         try:
             output = run_machine(self.workflow, execution_input, execution)
         except StatesError as err:

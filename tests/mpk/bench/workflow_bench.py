@@ -33,7 +33,7 @@ _WORKER = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import orchestrator
-from faastlane_runtime.execution import PARALLEL_THREADS
+from faastlane_runtime.options import PARALLEL_THREADS
 orch = orchestrator.ORCHESTRATOR
 options = orch.with_options(parallel=PARALLEL_THREADS)
 payload = json.load(open(sys.argv[2]))

@@ -1,0 +1,144 @@
+"""``faastlane bench`` and ``faastlane cost``: registered into the CLI by ``cli.py``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from faastlane.errors import FaastlaneError
+
+from .catalogue import REPOSITORY
+
+DEFAULT_RESULTS = REPOSITORY / "bench" / "results"
+
+
+def register(commands: Any) -> None:
+    bench = commands.add_parser(
+        "bench", help="benchmark the examples on Faastlane and on baselines",
+        description="Run every example (and FINRA with 50-200 rules, and a hand-off "
+                    "microbenchmark) on Faastlane's variants, an OpenWhisk-style baseline "
+                    "and a Step Functions-style baseline on this machine, interleaved; "
+                    "write results.json, results.md, cost.md and PNG plots.")
+    bench.add_argument("--quick", action="store_true",
+                       help="a smoke run (about a minute): few rounds, no plots needed")
+    bench.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
+                       help=f"where to write the results (default {DEFAULT_RESULTS}; "
+                            "with --quick a temporary folder)")
+    bench.add_argument("--only", nargs="*", metavar="WORKLOAD",
+                       help="only workloads whose names start with these (e.g. finra chain)")
+    bench.add_argument("--rounds", type=int, help="latency rounds per app (default 100)")
+    bench.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    bench.add_argument("--from-results", type=Path, metavar="FILE",
+                       help="run nothing: redo the tables, cost and plots of a results.json")
+    bench.add_argument("--placement", action="store_true",
+                       help="only the placement figure (Fig. 9): FINRA 50-200 rules x vCPUs "
+                            "per container, spilling to extra containers vs one container "
+                            f"per function (default output {DEFAULT_RESULTS}/placement)")
+    bench.add_argument("--docker-image", metavar="IMAGE",
+                       help="with --placement: instead, check the process stand-ins against "
+                            "Docker containers of IMAGE (docker/build.sh runtime)")
+
+    cost = commands.add_parser(
+        "cost", help="dollar cost per execution: Step Functions vs one Faastlane Lambda",
+        description="Price each benchmarked workflow with AWS's published prices "
+                    "(composer/faastlane/bench/prices.json): on Step Functions (Standard and "
+                    "Express) with one Lambda per function, and as one Faastlane Lambda, "
+                    "using the durations measured by `faastlane bench`.")
+    cost.add_argument("--results", type=Path, default=DEFAULT_RESULTS / "results.json",
+                      metavar="FILE", help="a results.json written by faastlane bench")
+    cost.add_argument("--memory-mb", type=int, default=1024,
+                      help="memory of each function's Lambda (default 1024)")
+    cost.add_argument("--faastlane-memory-mb", type=int,
+                      help="memory of the Faastlane Lambda (default: --memory-mb)")
+    cost.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+
+def cmd_placement(args: argparse.Namespace) -> int:
+    """``faastlane bench --placement``: the placement figure only."""
+    import tempfile
+
+    from . import placement
+
+    config = placement.Config.quick_run() if args.quick else placement.Config()
+    if args.docker_image:
+        config = placement.Config.docker_check(args.docker_image)
+    if args.rounds:
+        config = placement.Config(**{**config.__dict__, "rounds": args.rounds})
+    output = args.output or (Path(tempfile.mkdtemp(prefix="faastlane-bench-placement-"))
+                             if args.quick else DEFAULT_RESULTS / "placement")
+    document = (json.loads(args.from_results.read_text(encoding="utf-8"))
+                if args.from_results else placement.run(config))
+    for path in placement.write(document, output, plots=not args.no_plots):
+        print(path)
+    differ = [f"{p['rules']} rules/{p['vcpus']} vCPU {name}" for p in document["points"]
+              for name, s in p["systems"].items()
+              if not s["checks"]["matches_reference"] or s["checks"]["matches_expected"] is False]
+    if differ:
+        sys.stderr.write(f"faastlane: outputs differ: {', '.join(differ)}\n")
+        return 1
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from . import cost, harness, plots, report
+
+    if args.placement:
+        return cmd_placement(args)
+
+    config = harness.Config.quick_run() if args.quick else harness.Config()
+    if args.rounds:
+        config = harness.Config(**{**config.__dict__, "rounds": args.rounds})
+    output = args.output or (Path(tempfile.mkdtemp(prefix="faastlane-bench-results-"))
+                             if args.quick else DEFAULT_RESULTS)
+    if args.from_results:
+        document = json.loads(args.from_results.read_text(encoding="utf-8"))
+    else:
+        document = harness.run(config, only=args.only)
+    document = report.enrich(document)
+    written = report.write(document, output)
+    prices = cost.load_prices()
+    rows = cost.estimate_all(document, prices, 1024)
+    cost_md = output / "cost.md"
+    cost_md.write_text(cost.markdown(rows, prices, 1024, 1024), encoding="utf-8")
+    written.append(cost_md)
+    if not args.no_plots:
+        try:
+            written += plots.plot_all(document, output)
+        except ImportError:
+            sys.stderr.write("faastlane: matplotlib is not installed: no plots "
+                             "(pip install -e '.[bench]')\n")
+    for path in written:
+        print(path)
+    disagree = [w["name"] for w in document["workloads"] if not w["outputs_agree"]]
+    if disagree:
+        sys.stderr.write(f"faastlane: outputs differ between systems in: "
+                         f"{', '.join(disagree)}\n")
+        return 1
+    return 0
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    from . import cost
+
+    try:
+        document = json.loads(args.results.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FaastlaneError(f"cannot read {args.results}: {exc.strerror} (run `faastlane "
+                             "bench` first)") from None
+    prices = cost.load_prices()
+    memory = args.memory_mb
+    faastlane_memory = args.faastlane_memory_mb or memory
+    rows = cost.estimate_all(document, prices, memory, faastlane_memory)
+    if args.json:
+        print(json.dumps({"prices": prices, "rows": cost.rows_json(rows)}, indent=2))
+    else:
+        sys.stdout.write(cost.markdown(rows, prices, memory, faastlane_memory))
+    return 0
+
+
+COMMANDS = {"bench": cmd_bench, "cost": cmd_cost}

@@ -1,0 +1,56 @@
+"""A Faastlane variant as a system under test: the composed action, warm, in a worker.
+
+The app is composed with the variant's planning options (``-NS``: isolation none;
+``-Th``: threads only; ``-P``: processes only; the full system: the app's own isolation)
+into a private folder, and its generated ``orchestrator.py`` is imported exactly as the
+OpenWhisk or Lambda entry point imports it: every function module loads once, then each
+request is one ``ORCHESTRATOR.execute``. Function spans come from the runtime's own trace.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any
+
+from faastlane.compose.action import prepare, write_action
+
+from . import external_calls
+from .timeline import spans_from_records
+from .worker import RunResult
+
+
+class FaastlaneSystem:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.folder = tempfile.mkdtemp(prefix="faastlane-bench-action-")
+        action = os.path.join(self.folder, "action")
+        write_action(prepare(spec["app"], **spec.get("planning", {})), action)
+        sys.path.insert(0, action)
+        self.trace = importlib.import_module("faastlane_runtime.engine.trace")
+        # Only the functions use botocore in this process: every call is external. Spans
+        # go into the trace, which carries them back from forked functions and branches.
+        # Installed before the action loads: its warm pool workers fork at load time.
+        external_calls.install(always=True, sink=self._external)
+        self.orchestrator = importlib.import_module("orchestrator").ORCHESTRATOR
+
+    def _external(self, start: float, end: float) -> None:
+        self.trace.record(type="External", start=start, end=end)
+
+    def run(self, execution_input: Any, traced: bool) -> RunResult:
+        self.trace.enabled = traced
+        self.trace.take()
+        start = time.time()
+        result = self.orchestrator.execute(execution_input)
+        end = time.time()
+        records = self.trace.take()
+        external = [(r["start"], r["end"]) for r in records if r.get("type") == "External"]
+        states = sum(1 for r in records if r.get("type") not in ("Function", "External"))
+        return RunResult(result.status, result.to_json(), start, end,
+                         spans_from_records(records), external, states)
+
+    def close(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)

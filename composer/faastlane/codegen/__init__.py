@@ -1,1 +1,0 @@
-"""Generating the Orchestrator source of a composed action."""

@@ -1,0 +1,177 @@
+"""``faastlane compose``: an app folder in, a self-contained action folder out.
+
+Stages, each a plain function: load the app, validate everything (all problems at
+once), build the state model, plan placement, then write the action:
+
+    orchestrator.py      generated: one constant per state
+    plan.json            where each state runs and why
+    faastlane_runtime/   ASL semantics, threads, forked processes, tracing
+    jsonata/             the JSONata engine (jsonata-python, Apache-2.0, with its
+                         LICENSE), only when a state uses JSONata
+    functions/           the user's code, untouched
+    workflow.json        the source workflow, for reference
+    inspection.json      the binary inspector's record: ELF files, findings, waivers
+    __main__.py          OpenWhisk entry main(args); run as a script, the local CLI
+    lambda_function.py   Lambda entry handler(event, context)
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from typing import Any
+
+from faastlane.asl.load import load_definition
+from faastlane.asl.problem import Problem
+from faastlane.asl.unsupported import unsupported_features
+from faastlane.asl.validate import validate
+from faastlane.errors import FaastlaneError, InvalidWorkflow
+from faastlane.inspect.shipment import app_waivers, inspect_shipment
+from faastlane.runtime.asl.model import JSONATA, Machine, machine_from_asl, walk_states
+from faastlane.runtime.options import Options
+
+from .app import FUNCTIONS_DIR, WORKFLOW_FILE, App, load_app
+from .codegen import render
+from .plan import choose_isolation, make_options, make_plan
+
+RUNTIME_PACKAGE = "faastlane_runtime"
+# The JSONata engine an action that uses JSONata carries (import name, distribution).
+JSONATA_PACKAGE, JSONATA_DISTRIBUTION = "jsonata", "jsonata-python"
+_RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                               "runtime")
+
+_OPENWHISK_ENTRY = '''"""OpenWhisk entry point of this Faastlane action; as a script, the local CLI."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+if __name__ == "__main__":
+    # The local CLI loads the Orchestrator itself, once stdout is reserved for the result.
+    from faastlane_runtime.platforms.local import main as run_locally
+
+    sys.exit(run_locally(lambda: __import__("orchestrator").ORCHESTRATOR))
+
+from faastlane_runtime.platforms.entry import openwhisk_main  # noqa: E402
+from orchestrator import ORCHESTRATOR  # noqa: E402  (pre-imports every function)
+
+
+def main(args):
+    return openwhisk_main(ORCHESTRATOR, args)
+'''
+
+_LAMBDA_ENTRY = '''"""AWS Lambda entry point of this Faastlane action: lambda_function.handler."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from faastlane_runtime.platforms.entry import lambda_handler  # noqa: E402
+from orchestrator import ORCHESTRATOR  # noqa: E402  (pre-imports every function)
+
+
+def handler(event, context):
+    return lambda_handler(ORCHESTRATOR, event, context)
+'''
+
+
+@dataclass
+class Composition:
+    app: App
+    definition: dict
+    workflow: Machine
+    options: Options
+    plan: dict[str, Any]
+
+
+def check_app(app: App) -> tuple[Any, list[Problem]]:
+    """Every problem with an app's workflow and functions, sorted by pointer."""
+    definition, problems = load_definition(app.workflow_text)
+    if not problems:
+        problems = validate(definition, functions=set(app.functions))
+        if not problems:
+            problems = unsupported_features(definition)
+    return definition, problems + app.problems
+
+
+def prepare(app_path: str, isolation: str | None = None, vcpus: int | None = None,
+            threads_only: bool = False, processes_only: bool = False,
+            max_containers: int | None = None) -> Composition:
+    """Load, validate, model and plan an app; raise InvalidWorkflow listing all problems."""
+    app = load_app(app_path)
+    definition, problems = check_app(app)
+    if problems:
+        raise InvalidWorkflow(problems, os.path.join(app_path, WORKFLOW_FILE))
+    mode, reason = choose_isolation(app, isolation)
+    workflow = machine_from_asl(definition)
+    options = make_options(app, mode, vcpus, threads_only, processes_only, workflow,
+                           max_containers)
+    return Composition(app, definition, workflow, options,
+                       make_plan(app, workflow, options, reason))
+
+
+def write_action(composition: Composition, out_dir: str) -> str:
+    """Write the action folder; returns its path."""
+    app = composition.app
+    os.makedirs(out_dir, exist_ok=True)
+    for stale in (RUNTIME_PACKAGE, FUNCTIONS_DIR, JSONATA_PACKAGE):
+        shutil.rmtree(os.path.join(out_dir, stale), ignore_errors=True)
+    shutil.copytree(_RUNTIME_SOURCE, os.path.join(out_dir, RUNTIME_PACKAGE),
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if uses_jsonata(composition.workflow):
+        vendor_jsonata(out_dir)
+    functions_src = os.path.join(app.root, FUNCTIONS_DIR)
+    if os.path.isdir(functions_src):
+        shutil.copytree(functions_src, os.path.join(out_dir, FUNCTIONS_DIR),
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    files = {
+        "orchestrator.py": render(app.name, composition.workflow, app.functions,
+                                  composition.options),
+        "plan.json": json.dumps(composition.plan, indent=2) + "\n",
+        WORKFLOW_FILE: app.workflow_text,
+        "__main__.py": _OPENWHISK_ENTRY,
+        "lambda_function.py": _LAMBDA_ENTRY,
+    }
+    for name, text in files.items():
+        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as handle:
+            handle.write(text)
+    # Native code the action ships (a function's .so) must not change PKRU: records
+    # inspection.json and fails on an unwaived finding (faastlane.inspect).
+    inspect_shipment(out_dir, app_waivers(app.settings.inspector_waivers))
+    return out_dir
+
+
+def uses_jsonata(workflow: Machine) -> bool:
+    """Whether any state of the workflow (branches and iterators included) is JSONata."""
+    return any(state.query_language == JSONATA for state in walk_states(workflow))
+
+
+def vendor_jsonata(out_dir: str) -> None:
+    """Copy the installed JSONata engine next to faastlane_runtime/, with its license.
+
+    The action must run where only it is installed (OpenWhisk, Lambda); jsonata-python is
+    pure Python and Apache-2.0, which allows redistribution with the license kept.
+    """
+    spec = importlib.util.find_spec(JSONATA_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FaastlaneError(f"this workflow uses JSONata, which needs the "
+                             f"{JSONATA_DISTRIBUTION} package: pip install "
+                             f"{JSONATA_DISTRIBUTION}")
+    target = os.path.join(out_dir, JSONATA_PACKAGE)
+    shutil.copytree(list(spec.submodule_search_locations)[0], target,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "cli"))
+    distribution = importlib.metadata.distribution(JSONATA_DISTRIBUTION)
+    licenses = [f for f in distribution.files or () if f.name.upper().startswith("LICENSE")]
+    for license_file in licenses:
+        shutil.copyfile(license_file.locate(), os.path.join(target, license_file.name))
+
+
+def compose(app_path: str, out_dir: str, **planning: Any) -> str:
+    """``faastlane compose``: validate, plan and write the action folder."""
+    return write_action(prepare(app_path, **planning), out_dir)

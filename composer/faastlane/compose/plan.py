@@ -1,0 +1,222 @@
+"""The placement plan: where each state's work runs, and why (written to plan.json).
+
+The plan is made at compose time from the workflow's shape, the app's settings and the
+command line; the Orchestrator reads its options back when it loads.
+
+Each Parallel and Map state gets one of three placements, weighing what a hand-off costs:
+
+``threads``     its branches call no function: forking would cost more than they compute;
+``processes``   forked children of this container, at most ``vcpus`` at a time; a hand-off
+                is a fork and a pipe (about a millisecond, state copied on write);
+``containers``  the same, plus groups of ``vcpus`` jobs sent to copies of the action when
+                the section is wider than this container's vCPUs; a hand-off is a
+                platform invocation (tens of milliseconds warm, its payload over the
+                network, through the object store past the platform's limit).
+
+The hand-off costs are measured by ``faastlane profile`` (fork and pipe wherever the
+probe ran; invocation and transfer on a platform target) and read from its cache, with
+documented defaults for what was never measured (``faastlane_profiler.costs``). They are
+written into plan.json with where each came from; at run time the Orchestrator uses them,
+with the time a round of the state's jobs took in this container, to choose how many
+containers a section really uses (``runtime/parallel/spill.py``).
+
+Only outermost parallel states spill: a nested one runs inside a group already sized to
+its container, and a copy that runs a group never spills again.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from typing import Any
+
+from faastlane.errors import FaastlaneError, IsolationUnavailable
+from faastlane.runtime.asl.model import Machine, Map, Parallel, State, Task, walk_states
+from faastlane.runtime.options import (
+    CONTAINERS,
+    MPK,
+    NONE,
+    PARALLEL_PROCESSES,
+    PARALLEL_THREADS,
+    PROCESS_ISOLATION,
+    PROCESSES,
+    THREADS,
+    Options,
+)
+from faastlane.runtime.parallel.invokers import LAMBDA_PAYLOAD_LIMIT, OPENWHISK_PAYLOAD_LIMIT
+from faastlane.runtime.parallel.spill import state_keys
+
+from .app import App
+from .costs import HandoffCosts
+from .costs import load as load_costs
+
+
+def break_even_round_ms(costs: HandoffCosts, group_mb: float = 0.0) -> float:
+    """How long a local round of jobs must take for one more container to pay: a round
+    saved costs one invocation and the group's payload."""
+    return costs.invoke_ms + costs.transfer_ms_per_mb * group_mb
+
+
+def choose_isolation(app: App, requested: str | None) -> tuple[str, str]:
+    """The isolation mode and the reason for it; refuses what cannot be given here."""
+    if requested is not None:
+        mode, reason = requested, "chosen on the command line"
+    elif app.settings.isolation is not None:
+        mode, reason = app.settings.isolation, "set in faastlane.json"
+    elif app.settings.untrusted:
+        mode, reason = PROCESS_ISOLATION, (
+            "faastlane.json marks untrusted functions and protection keys are not in use: "
+            "every function runs in its own process")
+    else:
+        mode, reason = NONE, "no function is marked untrusted: threads share one heap"
+    if mode not in (MPK, PROCESS_ISOLATION, NONE):
+        raise IsolationUnavailable(f"unknown isolation mode {mode!r} ({reason}); "
+                                   f"use one of {MPK}, {PROCESS_ISOLATION}, {NONE}")
+    if mode == MPK:
+        reason += ("; each function runs in its own private heap (protection domain) on "
+                   "the cpython-mpk runtime, enforced where the CPU has protection keys")
+    return mode, reason
+
+
+def _calls_functions(machine: Machine) -> bool:
+    return any(isinstance(state, Task) for state in walk_states(machine))
+
+
+def _machines(state: Parallel | Map) -> tuple[Machine, ...]:
+    return state.branches if isinstance(state, Parallel) else (state.iterator,)
+
+
+def decide(state: Parallel | Map, vcpus: int, max_containers: int, parallel: str,
+           nested: bool, costs: HandoffCosts | None = None) -> tuple[str, str]:
+    """A Parallel/Map state's placement and the reason for it.
+
+    ``vcpus`` 0 means the container's own count, known only at run time.
+    """
+    costs = costs or HandoffCosts()
+    if parallel == PARALLEL_THREADS:
+        return THREADS, "threads-only variant (-Th): parallel work shares the GIL"
+    if not any(_calls_functions(m) for m in _machines(state)):
+        return THREADS, ("its branches call no function: evaluating them on threads costs "
+                         f"less than forking ({costs.fork_ms:g} ms a process)")
+    budget = f"{vcpus} vCPUs" if vcpus else "the container's vCPUs (counted at run time)"
+    local = (f"forked processes, at most {budget} at a time, results over pipes "
+             f"({costs.fork_ms:g} ms a hand-off + {costs.pipe_ms_per_mb:g} ms per MB)")
+    remote = (f"one invocation ({costs.invoke_ms:g} ms + {costs.transfer_ms_per_mb:g} ms "
+              f"per MB of the group's input): another container pays when a round of "
+              f"these jobs takes over {break_even_round_ms(costs):g} ms plus the payload's "
+              f"share; the Orchestrator times the rounds and uses only the containers "
+              f"that pay")
+    if max_containers <= 1:
+        return PROCESSES, f"{local}; --max-containers 1: no spilling"
+    if nested:
+        return PROCESSES, (f"{local}; nested in a parallel state, so it already runs in a "
+                           "group sized to its container")
+    if isinstance(state, Parallel):
+        width = len(state.branches)
+        if vcpus and width <= vcpus:
+            return PROCESSES, f"{width} branches fit {vcpus} vCPUs: {local}"
+        if vcpus:
+            containers = min(max_containers, math.ceil(width / vcpus))
+            return CONTAINERS, (
+                f"{width} branches exceed {vcpus} vCPUs: groups of about "
+                f"{math.ceil(width / containers)} in up to {containers} containers, this "
+                f"one included, where a local branch beyond the vCPUs would wait a whole "
+                f"round; a remote group costs {remote}")
+    return CONTAINERS, (
+        f"{local}; when there are more jobs than {budget}, groups sized to a container's "
+        f"vCPUs may go to copies of this action (at most {max_containers} containers in "
+        f"all; payloads over the platform's limit through FAASTLANE_SPILL_STORE); a "
+        f"remote group costs {remote}")
+
+
+def placements(workflow: Machine, vcpus: int, max_containers: int, parallel: str,
+               costs: HandoffCosts | None = None) -> dict[str, tuple[str, str]]:
+    """Plan key -> (placement, reason) for every Parallel and Map state."""
+    keys = state_keys(workflow)
+    decided: dict[str, tuple[str, str]] = {}
+
+    def visit(machine: Machine, nested: bool) -> None:
+        for state in machine.states.values():
+            if isinstance(state, (Parallel, Map)):
+                decided[keys[id(state)]] = decide(state, vcpus, max_containers, parallel,
+                                                  nested, costs)
+                for inner in _machines(state):
+                    visit(inner, True)
+
+    visit(workflow, False)
+    return decided
+
+
+def make_options(app: App, isolation: str, vcpus: int | None, threads_only: bool,
+                 processes_only: bool, workflow: Machine | None = None,
+                 max_containers: int | None = None) -> Options:
+    """The Orchestrator's options: the command line over faastlane.json over defaults."""
+    if vcpus is not None and vcpus < 1:
+        raise FaastlaneError(f"--vcpus {vcpus}: give at least 1")
+    if max_containers is not None and max_containers < 1:
+        raise FaastlaneError(f"--max-containers {max_containers}: give at least 1")
+    cpus = vcpus if vcpus is not None else (app.settings.vcpus or 0)
+    parallel = PARALLEL_THREADS if threads_only else PARALLEL_PROCESSES
+    containers = max_containers or 1
+    decided = ({} if workflow is None
+               else placements(workflow, cpus, containers, parallel, load_costs()))
+    return Options(isolation=isolation, parallel=parallel, processes_only=processes_only,
+                   vcpus=cpus, max_containers=containers,
+                   placements={key: where for key, (where, _) in decided.items()},
+                   kept_escapes=tuple(sorted(app.settings.kept_escapes)))
+
+
+def _describe(state: State, options: Options, decided: tuple[str, str] | None,
+              costs: HandoffCosts) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": type(state).__name__}
+    if isinstance(state, Task):
+        entry["function"] = state.function
+        if options.isolation == PROCESS_ISOLATION or options.processes_only:
+            entry["placement"] = "process"
+            entry["reason"] = ("isolation=process: the function runs in its own forked "
+                               "process; its input and output cross a pipe as JSON")
+        else:
+            entry["placement"] = "thread"
+            entry["reason"] = ("sequential state: the function runs on its own thread of "
+                               "the Orchestrator; state passes by reference")
+    elif isinstance(state, (Parallel, Map)):
+        if isinstance(state, Parallel):
+            entry["branches"] = len(state.branches)
+        else:
+            entry["iterations"] = "one per item"
+            if state.max_concurrency:
+                entry["max_concurrency"] = state.max_concurrency
+        entry["placement"], entry["reason"] = decided or (PROCESSES, "not planned")
+        if entry["placement"] == CONTAINERS:
+            entry["max_containers"] = options.max_containers
+            # The runtime reads these back (remote.py) to choose how many containers.
+            entry["handoff"] = {
+                **costs.to_json(), "break_even_round_ms": break_even_round_ms(costs),
+                "payload_limit_bytes": {"openwhisk": OPENWHISK_PAYLOAD_LIMIT,
+                                        "lambda": LAMBDA_PAYLOAD_LIMIT}}
+    else:
+        entry["placement"] = "inline"
+        entry["reason"] = "no function: evaluated by the Orchestrator itself"
+    return entry
+
+
+def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: str
+              ) -> dict[str, Any]:
+    """plan.json's content."""
+    keys = state_keys(workflow)
+    costs = load_costs()
+    decided = placements(workflow, options.vcpus, options.max_containers, options.parallel,
+                         costs)
+    return {
+        "workflow": app.name,
+        "options": asdict(options),
+        "isolation": {"mode": options.isolation, "reason": isolation_reason},
+        "functions": {name: {"module": spec.module_file, "entry": spec.entry,
+                             "style": spec.style,
+                             "untrusted": name in app.settings.untrusted,
+                             "sensitive": name in app.settings.sensitive}
+                      for name, spec in app.functions.items()},
+        "states": {keys[id(state)]: _describe(state, options, decided.get(keys[id(state)]),
+                                              costs)
+                   for state in walk_states(workflow)},
+    }

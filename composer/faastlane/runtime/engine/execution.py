@@ -1,0 +1,292 @@
+"""One workflow execution: its context object, deadline, options and function calls.
+
+The state executors (``states.py``) decide *what* happens; this module decides *where*:
+a function runs on its own thread (state passed by reference) or in a forked process
+(state over a pipe), and parallel work runs in forked processes, at most ``vcpus`` at a
+time, or on threads for the ``-Th`` variant.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from ..asl.errors import TIMEOUT, StatesError
+from ..asl.jsonvalue import detach
+from ..asl.model import PROCESS, THREAD
+from ..asl.variables import Variables
+from ..options import MPK, NONE, PARALLEL_THREADS, PROCESS_ISOLATION, Options
+from . import trace
+from .forking import Outcome, run_forked
+from .functions import EXIT_ERROR, FunctionRegistry, Invocable
+from .lambda_context import ACCOUNT, REGION
+from .threads import POOL, Handover, WorkerTimeout
+
+
+class ExecutionTimedOut(StatesError):
+    """The workflow's own TimeoutSeconds expired: fails the execution, never caught."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(TIMEOUT, f"The execution timed out after {seconds:g} seconds")
+
+
+def iso_time(timestamp: float) -> str:
+    """A ``time.time()`` instant as Step Functions writes timestamps (ms, 'Z')."""
+    when = datetime.fromtimestamp(timestamp, UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
+def iso_now() -> str:
+    """The current instant as Step Functions writes timestamps (ms, 'Z')."""
+    return iso_time(time.time())
+
+
+class SectionRunner(Protocol):
+    """Where a Parallel or Map section runs, when not on this process's threads: the
+    Orchestrator hands one in (``parallel.sections``). ``None``: fork a child per worker."""
+
+    def run(self, execution: Execution, state: Any, work: Sequence[Callable[[], Any]],
+            inputs: Sequence[Any] | None, workers: int, budget: int, max_concurrency: int,
+            describe: Callable[[int], str], stop_on_error: bool) -> list[Outcome] | None: ...
+
+
+class Execution:
+    """State shared by every state of one workflow execution (and its forked children).
+
+    ``variables`` is the one part that is per (sub-)machine run: :meth:`for_branch` gives
+    a Parallel branch or Map iteration its own view with an inner variable scope.
+    """
+
+    def __init__(self, workflow_name: str, execution_input: Any, functions: FunctionRegistry,
+                 options: Options, timeout_seconds: float | None = None,
+                 execution_name: str | None = None,
+                 sections: SectionRunner | None = None) -> None:
+        self.functions = functions
+        self.options = options
+        self.sections = sections  # None: every section forks (or runs on threads)
+        self.name = execution_name or str(uuid.uuid4())
+        self.timeout_seconds = timeout_seconds
+        self._events = itertools.count(2)  # 1 is ExecutionStarted
+        self.deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
+        machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{workflow_name}"
+        self.context_base: dict[str, Any] = {
+            "Execution": {
+                "Id": f"arn:aws:states:{REGION}:{ACCOUNT}:execution:{workflow_name}:{self.name}",
+                "Input": execution_input,
+                "Name": self.name,
+                "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/faastlane-{workflow_name}",
+                "StartTime": iso_now(),
+                "RedriveCount": 0,
+            },
+            "StateMachine": {"Id": machine_arn, "Name": workflow_name},
+        }
+        self.variables = Variables()
+
+    def for_branch(self) -> Execution:
+        """This execution as a Parallel branch or Map iteration sees it: the same
+        deadline, functions and context, and an inner scope over the current variables
+        (readable there, not assignable; the branch's own are dropped when it ends)."""
+        branch = copy.copy(self)
+        branch.variables = self.variables.inner()
+        return branch
+
+    def enter_state(self, state: Any) -> int:
+        """The id of the history event recording entry into ``state``.
+
+        Ids follow the shape of a Step Functions execution history (ExecutionStarted is
+        1; a state's entry and exit are one event each, a Task's scheduled, started and
+        succeeded three more), so error causes cite plausible event ids.
+        """
+        event_id = next(self._events)
+        for _ in range(4 if type(state).__name__ == "Task" else 1):
+            next(self._events)
+        return event_id
+
+    # ------------------------------------------------------------------ context object
+
+    def context(self, state_name: str, entered: float, retry_count: int = 0,
+                map_item: tuple[int, Any] | None = None) -> dict[str, Any]:
+        """The ``$$`` object for a state entered at ``entered`` (``time.time()``);
+        ``map_item`` while building a Map iteration."""
+        ctx = dict(self.context_base)
+        ctx["State"] = {"EnteredTime": iso_time(entered), "Name": state_name,
+                        "RetryCount": retry_count}
+        if map_item is not None:
+            ctx["Map"] = {"Item": {"Index": map_item[0], "Value": map_item[1]}}
+        return ctx
+
+    def check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise ExecutionTimedOut(self.timeout_seconds or 0)
+
+    def remaining(self, limit: float | None = None) -> float | None:
+        """Seconds left before the nearer of ``limit`` and the workflow's deadline."""
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        if limit is None:
+            return left
+        return limit if left is None else min(limit, left)
+
+    def sleep(self, seconds: float) -> None:
+        """Wait, but never past the workflow's deadline."""
+        left = self.remaining(seconds)
+        if left is not None and left > 0:
+            time.sleep(left)
+        self.check_deadline()
+
+    # ------------------------------------------------------------------ functions
+
+    def function_placement(self, default: str) -> str:
+        if self.options.isolation == PROCESS_ISOLATION or self.options.processes_only:
+            return PROCESS
+        return default
+
+    def call_function(self, state_name: str, function: str, event: Any,
+                      timeout_seconds: float | None, placement: str) -> Any:
+        """Run one function invocation where the plan says; return its detached result."""
+        loaded = self.functions.get(function, private=self.options.isolation == MPK,
+                                    keep_escapes=function in self.options.kept_escapes)
+        where = self.function_placement(placement)
+        limit = self.remaining(timeout_seconds)
+        if where == PROCESS:
+            return self._call_in_process(state_name, loaded, event, limit, timeout_seconds)
+        return self._call_on_thread(state_name, loaded, event, limit, timeout_seconds)
+
+    def relays(self, placement: str) -> bool:
+        """Whether a Task placed at ``placement`` may run in a relay (``states.py``): on
+        a warm thread, shared memory, nothing to time out (a relay has no waiter), and
+        functions called here (the benchmark's controller overrides call_function to
+        call them elsewhere: a relay would bypass it)."""
+        return (type(self).call_function is Execution.call_function
+                and self.options.isolation == NONE and self.deadline is None
+                and self.function_placement(placement) == THREAD)
+
+    def function_starter(self, state_name: str, function: str, event: Any,
+                         then: Callable[[Any, StatesError | None], Handover | None]
+                         ) -> Handover:
+        """The step that starts one invocation on the function's warm thread and returns
+        at once; that thread then calls ``then(result, error)``. The function is looked
+        up now (a missing one fails here). Only where :meth:`relays` says."""
+        loaded = self.functions.get(function)
+        return lambda: POOL.start(loaded.spec.name, lambda: then(
+            *_timed_invoke(state_name, loaded, event, None, THREAD)))
+
+    def _call_on_thread(self, state_name: str, loaded: Invocable, event: Any,
+                        limit: float | None, timeout_seconds: float | None) -> Any:
+        def body() -> tuple[Any, StatesError | None]:
+            return _timed_invoke(state_name, loaded, event, timeout_seconds, THREAD)
+
+        try:
+            result, error = POOL.run(loaded.spec.name, body, limit)
+        except WorkerTimeout:
+            self.check_deadline()
+            raise StatesError(TIMEOUT, f"Task '{state_name}' timed out after "
+                                       f"{timeout_seconds:g} seconds") from None
+        if error is not None:
+            raise error
+        return result
+
+    def _call_in_process(self, state_name: str, loaded: Invocable, event: Any,
+                         limit: float | None, timeout_seconds: float | None) -> Any:
+        def body() -> Any:
+            result, error = _timed_invoke(state_name, loaded, event, timeout_seconds, PROCESS)
+            if error is not None:
+                raise error
+            return result
+
+        deadline = None if limit is None else time.monotonic() + limit
+        [outcome] = run_forked([body], 1, deadline=deadline,
+                               describe=lambda _: f"function '{loaded.spec.name}'")
+        trace.extend(outcome.records)
+        if outcome.error is not None:
+            if outcome.error.error == TIMEOUT:
+                self.check_deadline()
+            raise outcome.error
+        return outcome.value
+
+    # ------------------------------------------------------------------ parallel work
+
+    def run_parallel(self, work: Sequence[Callable[[], Any]], max_concurrency: int,
+                     describe: Callable[[int], str], stop_on_error: bool,
+                     state: Any = None, inputs: Sequence[Any] | None = None
+                     ) -> list[Outcome]:
+        """Run independent sub-machines (branches, iterations) side by side.
+
+        ``state`` (the Parallel or Map) and ``inputs`` (each job's input) let the
+        section runner apply the plan's placement: threads, warm workers, or groups in
+        other containers.
+        """
+        budget = self.options.cpu_budget()
+        workers = min(budget, max_concurrency) if max_concurrency > 0 else budget
+        outcomes = None
+        if self.options.parallel == PARALLEL_THREADS:
+            limit = max_concurrency if max_concurrency > 0 else len(work)
+            outcomes = run_on_threads(work, limit, stop_on_error)
+        elif self.sections is not None and state is not None:
+            outcomes = self.sections.run(self, state, work, inputs, workers, budget,
+                                         max_concurrency, describe, stop_on_error)
+        if outcomes is None:
+            outcomes = run_forked(work, workers, describe=describe,
+                                  stop_on_error=stop_on_error, deadline=self.deadline)
+        for outcome in outcomes:
+            trace.extend(outcome.records)
+        self.check_deadline()
+        return outcomes
+
+
+def _timed_invoke(state_name: str, loaded: Invocable, event: Any,
+                  timeout_seconds: float | None, placement: str
+                  ) -> tuple[Any, StatesError | None]:
+    """Invoke a function, detach its result and, when tracing, record its compute span."""
+    traced = trace.enabled  # read once: the span is recorded whole or not at all
+    if traced:
+        start = trace.now()
+        began = time.perf_counter()
+    result, error = None, None
+    try:
+        result = loaded.invoke(event, timeout_seconds)
+    except StatesError as exc:
+        error = exc
+    if traced:
+        compute = time.perf_counter() - began
+        trace.record(state=state_name, type="Function", function=loaded.spec.name,
+                     start=start, end=trace.now(), compute_ms=round(compute * 1000, 3),
+                     placement=placement, error=None if error is None else error.error)
+    return result, error
+
+
+def run_on_threads(work: Sequence[Callable[[], Any]], limit: int,
+                    stop_on_error: bool) -> list[Outcome]:
+    """The -Th variant: branches as threads of this process, ``limit`` at a time."""
+    outcomes: list[Outcome | None] = [None] * len(work)
+    next_index = 0
+    lock = threading.Lock()
+    failed = threading.Event()
+
+    def worker() -> None:
+        nonlocal next_index
+        while True:
+            with lock:
+                index = next_index
+                next_index += 1
+            if index >= len(work) or (stop_on_error and failed.is_set()):
+                return
+            try:
+                outcomes[index] = Outcome(value=detach(work[index]()))
+            except StatesError as exc:
+                outcomes[index] = Outcome(error=exc)
+                failed.set()
+
+    threads = [threading.Thread(target=worker, daemon=True)
+               for _ in range(max(1, min(limit, len(work))))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    cancelled = StatesError(EXIT_ERROR, "cancelled: another branch failed")
+    return [o if o is not None else Outcome(error=cancelled, cancelled=True) for o in outcomes]

@@ -1,0 +1,538 @@
+"""What each ASL state type does, following the Step Functions documentation.
+
+Every executor takes the state, its raw input and the execution, and returns the state's
+output and the name of the next state (``None`` when its machine ends). Data flows
+through the documented pipeline:
+
+    InputPath -> Parameters -> (work) -> ResultSelector -> ResultPath -> OutputPath
+
+and every failure is a :class:`StatesError` that ``Retry`` and ``Catch`` match by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import queue
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..asl import intrinsics, jsonpath
+from ..asl.errors import (
+    EXCEED_TOLERATED_FAILURE_THRESHOLD,
+    QUERY_EVALUATION_ERROR,
+    RUNTIME,
+    StatesError,
+    error_matches,
+)
+from ..asl.jsonvalue import copy_event
+from ..asl.model import (
+    Catcher,
+    Choice,
+    Fail,
+    Machine,
+    Map,
+    Parallel,
+    Pass,
+    Retrier,
+    State,
+    Succeed,
+    Task,
+    Wait,
+)
+from ..asl.resources import function_name_of
+from ..engine import trace
+from ..engine.execution import Execution, ExecutionTimedOut
+from ..engine.forking import Outcome
+from ..engine.threads import Handover
+from ..options import MPK
+from .dataflow import DataFlow
+
+Transition = tuple[Any, "str | None"]
+
+
+def run_machine(machine: Machine, data: Any, execution: Execution) -> Any:
+    """Run a machine (the workflow, a branch or an iteration) from StartAt to its end."""
+    name = machine.start_at
+    while True:
+        execution.check_deadline()
+        state = machine.states[name]
+        if _relayable(state, execution):
+            data, next_name = _relay(machine, state, data, execution)
+        else:
+            data, next_name = execute(state, data, execution)
+        if next_name is None:
+            return data
+        name = next_name
+
+
+_RUNTIME_PREFIX = "An error occurred while executing the state"
+
+
+def _named(err: BaseException, state: State, event_id: int) -> BaseException:
+    """Step Functions names the state in which a States.Runtime error happened."""
+    if (isinstance(err, StatesError) and err.error == RUNTIME
+            and not (err.cause or "").startswith(_RUNTIME_PREFIX)):
+        return StatesError(RUNTIME, f"{_RUNTIME_PREFIX} '{state.name}' (entered at the "
+                                    f"event id #{event_id}). {err.cause}")
+    return err
+
+
+def execute(state: State, data: Any, execution: Execution) -> Transition:
+    """Run one state and, when tracing, record it."""
+    if not trace.enabled:
+        return _run_state(state, data, execution)
+    start = trace.now()
+    try:
+        return _run_state(state, data, execution)
+    finally:
+        trace.record(state=state.name, type=type(state).__name__, start=start,
+                     end=trace.now())
+
+
+def _run_state(state: State, data: Any, execution: Execution) -> Transition:
+    event_id = execution.enter_state(state)
+    try:
+        return _EXECUTORS[type(state)](state, data, execution)
+    except StatesError as err:
+        named = _named(err, state, event_id)
+        if named is err:
+            raise
+        raise named from None
+
+
+# ------------------------------------------------------------------ relays of Tasks
+#
+# Run by execute(), a Task waits on the calling thread for its function's thread: two
+# wake-ups per hand-off (the function's thread, then the caller's). In a relay the
+# function's thread itself finishes the Task and starts the next one's function, and the
+# caller is woken once, when the relay ends: one wake-up per hand-off. Only Tasks whose
+# error handling is "none": no Retry, Catch or timeout (nothing to wait for), on a warm
+# thread of this process (Execution.relays); Pass, Choice and Succeed states between
+# them run on the relay's way; at any other state the relay hands the execution back to
+# the calling thread, and run_machine goes on as before.
+
+_Baton = queue.SimpleQueue  # (output, next state or None, error): how a relay ends
+_INLINE = (Pass, Choice, Succeed)  # states a relay runs on its way to the next Task
+
+
+def _relayable(state: State, execution: Execution) -> bool:
+    return (type(state) is Task and not state.retry and not state.catch
+            and state.timeout_seconds is None and state.timeout_seconds_path is None
+            and execution.relays(state.placement))
+
+
+def _relay(machine: Machine, state: Task, data: Any, execution: Execution) -> Transition:
+    """Run ``state`` and the relayable Tasks after it; the state to go on with."""
+    baton: _Baton[tuple[Any, str | None, BaseException | None]] = _Baton()
+    _pass_on(machine, state, data, execution, baton)()
+    output, next_name, error = baton.get()
+    if error is not None:
+        raise error
+    return output, next_name
+
+
+def _pass_on(machine: Machine, state: Task, data: Any, execution: Execution,
+             baton: _Baton) -> Handover:
+    """Enter ``state`` and prepare its function's call; the step that starts it (or, if
+    preparing failed, the step that ends the relay with the state's error)."""
+    start = trace.now() if trace.enabled else 0.0
+    event_id = execution.enter_state(state)
+    try:
+        flow = DataFlow(state, data, execution, time.time())
+        _, function, event = _task_call(state, flow)
+        then = functools.partial(_carry_on, machine, state, flow, event_id, start, baton)
+        starter = execution.function_starter(state.name, function, event, then)
+    except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
+        _record(state, start)
+        return _ending(baton, None, None, _named(exc, state, event_id))
+
+    def started() -> None:
+        try:
+            starter()
+        except BaseException as exc:  # noqa: BLE001 - no thread to start: nobody waits
+            baton.put((None, None, exc))
+
+    return started
+
+
+def _carry_on(machine: Machine, state: Task, flow: DataFlow, event_id: int, start: float,
+              baton: _Baton, result: Any, error: StatesError | None) -> Handover:
+    """On the function's thread, once it returned: finish its Task, then pass the
+    execution on."""
+    try:
+        if error is not None:
+            raise error
+        output = _task_output(state, flow, result)
+    except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
+        _record(state, start)
+        return _ending(baton, None, None, _named(exc, state, event_id))
+    _record(state, start)
+    return _onwards(machine, state.next, output, flow.execution, baton)
+
+
+def _onwards(machine: Machine, name: str | None, data: Any, execution: Execution,
+             baton: _Baton) -> Handover:
+    """From state ``name`` on: Pass, Choice and Succeed states run here (they compute,
+    never wait), up to the next relayable Task, or back to the calling thread."""
+    while name is not None:
+        state = machine.states[name]
+        if _relayable(state, execution):
+            return _pass_on(machine, state, data, execution, baton)
+        if type(state) not in _INLINE:
+            return _ending(baton, data, name, None)
+        try:
+            data, name = execute(state, data, execution)
+        except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
+            return _ending(baton, None, None, exc)
+    return _ending(baton, data, None, None)
+
+
+def _ending(baton: _Baton, output: Any, next_name: str | None,
+            error: BaseException | None) -> Handover:
+    """The step that ends a relay: the calling thread goes on from ``next_name``."""
+    return lambda: baton.put((output, next_name, error))
+
+
+def _record(state: State, start: float) -> None:
+    if trace.enabled:
+        trace.record(state=state.name, type=type(state).__name__, start=start,
+                     end=trace.now())
+
+
+# ------------------------------------------------------------------ Retry and Catch
+
+
+def retry_delay(retrier: Retrier, attempt: int) -> float:
+    """Seconds before retry number ``attempt`` (1-based) under one Retrier.
+
+    "IntervalSeconds ... the number of seconds before the first retry attempt";
+    "BackoffRate: the multiplier by which the retry interval denoted by IntervalSeconds
+    increases after each retry attempt"; MaxDelaySeconds caps it; JitterStrategy FULL
+    picks uniformly between 0 and the computed delay.
+    """
+    delay = retrier.interval_seconds * retrier.backoff_rate ** (attempt - 1)
+    if retrier.max_delay_seconds is not None:
+        delay = min(delay, retrier.max_delay_seconds)
+    if retrier.jitter_strategy == "FULL":
+        delay = random.uniform(0, delay)
+    return delay
+
+
+def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Execution,
+                        attempt: Callable[[int], Any], entered: float | None = None
+                        ) -> Transition:
+    """Run ``attempt(retry_count)`` under the state's Retry and Catch rules.
+
+    Retriers are scanned in order and the first whose ErrorEquals matches decides; each
+    keeps its own count, and once it has used MaxAttempts the error goes on to the
+    Catchers. A Catcher's ResultPath places ``{"Error", "Cause"}`` into the state's raw
+    input, and that is the state's output (OutputPath does not apply); in JSONata its
+    Output (default: the error output) is. The Catcher's Assign replaces the state's.
+    """
+    counts = [0] * len(state.retry)
+    retries = 0
+    while True:
+        try:
+            return attempt(retries), state.next
+        except ExecutionTimedOut:
+            raise
+        except StatesError as err:
+            retrier_index = next((i for i, r in enumerate(state.retry)
+                                  if error_matches(list(r.error_equals), err.error)), None)
+            if retrier_index is not None:
+                retrier = state.retry[retrier_index]
+                if counts[retrier_index] < retrier.max_attempts:
+                    counts[retrier_index] += 1
+                    retries += 1
+                    execution.sleep(retry_delay(retrier, counts[retrier_index]))
+                    continue
+            catcher = _matching_catcher(state.catch, err)
+            if catcher is None:
+                raise
+            flow = DataFlow(state, data, execution,
+                            time.time() if entered is None else entered, retries)
+            return flow.caught(catcher, err), catcher.next
+
+
+def _matching_catcher(catchers: tuple[Catcher, ...], err: StatesError) -> Catcher | None:
+    return next((c for c in catchers if error_matches(list(c.error_equals), err.error)), None)
+
+
+# ------------------------------------------------------------------ state types
+
+
+def _pass(state: Pass, data: Any, execution: Execution) -> Transition:
+    flow = DataFlow(state, data, execution, time.time())
+    effective = flow.effective_input()
+    return flow.finish(state.result if state.has_result else effective), state.next
+
+
+def _lambda_invoke_response(payload: Any, request_id: str) -> dict[str, Any]:
+    """The response object of ``arn:aws:states:::lambda:invoke`` (Lambda Invoke's shape)."""
+    headers = {"Connection": "keep-alive", "Content-Type": "application/json",
+               "X-Amz-Executed-Version": "$LATEST", "x-amzn-RequestId": request_id}
+    return {
+        "ExecutedVersion": "$LATEST",
+        "Payload": payload,
+        "SdkHttpMetadata": {"AllHttpHeaders": {k: [v] for k, v in headers.items()},
+                            "HttpHeaders": headers, "HttpStatusCode": 200},
+        "SdkResponseMetadata": {"RequestId": request_id},
+        "StatusCode": 200,
+    }
+
+
+def _task_timeout(state: Task, effective_input: Any, flow: DataFlow) -> float | None:
+    if state.timeout_seconds_path is None:
+        return flow.number(state.timeout_seconds, "TimeoutSeconds", minimum=1)
+    value = flow.read(effective_input, state.timeout_seconds_path)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise StatesError(RUNTIME, f"TimeoutSecondsPath '{state.timeout_seconds_path}' "
+                                   f"must point to a positive integer, got {value!r}")
+    return value
+
+
+def _task(state: Task, data: Any, execution: Execution) -> Transition:
+    entered = time.time()
+
+    def attempt(retry_count: int) -> Any:
+        flow = DataFlow(state, data, execution, entered, retry_count)
+        effective, function, event = _task_call(state, flow)
+        result = execution.call_function(state.name, function, event,
+                                         _task_timeout(state, effective, flow), state.placement)
+        return _task_output(state, flow, result)
+
+    return with_error_handling(state, data, execution, attempt, entered)
+
+
+def _task_call(state: Task, flow: DataFlow) -> tuple[Any, str, Any]:
+    """A Task's effective input, the function it calls and the event it gets: its own
+    copy of it."""
+    effective = flow.effective_input()
+    function = state.function
+    event = effective
+    if state.invoke_shape:
+        if function is None:  # Parameters named it with FunctionName.$
+            function = function_name_of(str(effective.get("FunctionName")))
+        event = effective.get("Payload", {}) if isinstance(effective, dict) else {}
+    assert function is not None, "only lambda:invoke names its function at run time"
+    # The function gets its own copy: a handler that mutates its event in place must
+    # not change this state's input, which ResultPath and retries still use. In mpk
+    # mode the function makes that copy in its own heap (private_heaps.py), and an
+    # invocation placed anywhere else crosses a process boundary as JSON.
+    if flow.execution.options.isolation == MPK:
+        return effective, function, event
+    return effective, function, copy_event(event)
+
+
+def _task_output(state: Task, flow: DataFlow, result: Any) -> Any:
+    if state.invoke_shape:
+        result = _lambda_invoke_response(result, flow.execution.name)
+    return flow.finish(result)
+
+
+def _choice(state: Choice, data: Any, execution: Execution) -> Transition:
+    flow = DataFlow(state, data, execution, time.time())
+    effective = flow.effective_input()
+    rule, next_name = flow.choose(state.choices, state.default, effective)
+    return flow.finish(effective, rule), next_name
+
+
+def _parse_timestamp(value: Any, where: str) -> datetime:
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            if parsed.tzinfo is not None:
+                return parsed
+        except ValueError:
+            pass
+    raise StatesError(RUNTIME, f"{where}: {value!r} is not an ISO-8601 timestamp with an "
+                               "offset, e.g. 2026-03-14T01:59:00Z")
+
+
+def _wait(state: Wait, data: Any, execution: Execution) -> Transition:
+    flow = DataFlow(state, data, execution, time.time())
+    effective = flow.effective_input()
+    if state.seconds is not None:
+        seconds = float(flow.number(state.seconds, "Seconds", minimum=0))
+    elif state.seconds_path is not None:
+        value = flow.read(effective, state.seconds_path)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise StatesError(RUNTIME, f"SecondsPath '{state.seconds_path}' must point to a "
+                                       f"non-negative integer, got {value!r}")
+        seconds = float(value)
+    else:
+        if state.timestamp is not None:
+            when = _parse_timestamp(_jsonata_string(flow, state.timestamp, "Timestamp"),
+                                    "Timestamp")
+        else:
+            path = str(state.timestamp_path)  # the validator required one of the four
+            when = _parse_timestamp(flow.read(effective, path), f"TimestampPath '{path}'")
+        seconds = when.timestamp() - time.time()
+    if seconds > 0:
+        execution.sleep(seconds)
+    return flow.finish(effective), state.next
+
+
+def _succeed(state: Succeed, data: Any, execution: Execution) -> Transition:
+    flow = DataFlow(state, data, execution, time.time())
+    return flow.finish(flow.effective_input()), None
+
+
+def _dynamic(expression: str, data: Any, flow: DataFlow) -> Any:
+    """A ``*Path`` field of a Fail state: a reference path or an intrinsic function."""
+    if intrinsics.is_intrinsic(expression):
+        return intrinsics.evaluate(expression, data, flow.context, flow.variables)
+    return flow.read(data, expression)
+
+
+def _jsonata_string(flow: DataFlow, value: str | None, field: str) -> str | None:
+    """A string field that a JSONata state may write as an expression (Fail's Error and
+    Cause, Wait's Timestamp): its value, which must be a string."""
+    if value is None or not flow.jsonata:
+        return value
+    result = flow.evaluate(value, field)
+    if not isinstance(result, str):
+        raise StatesError(QUERY_EVALUATION_ERROR, f"The field '{field}' of state "
+                                                  f"'{flow.state.name}' must be a string, "
+                                                  f"got {jsonpath.compact_json(result)}")
+    return result
+
+
+def _fail(state: Fail, data: Any, execution: Execution) -> Transition:
+    flow = DataFlow(state, data, execution, time.time())
+    error = _jsonata_string(flow, state.error, "Error")
+    cause = _jsonata_string(flow, state.cause, "Cause")
+    try:
+        if state.error_path is not None:
+            error = _dynamic(state.error_path, data, flow)
+        if state.cause_path is not None:
+            cause = _dynamic(state.cause_path, data, flow)
+    except jsonpath.PathNotFound as exc:
+        raise StatesError(RUNTIME, f"Fail state '{state.name}': {exc}") from None
+    raise StatesError(error, cause)
+
+
+def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
+    entered = time.time()
+
+    def attempt(retry_count: int) -> Any:
+        flow = DataFlow(state, data, execution, entered, retry_count)
+        effective = flow.effective_input()
+        work = [BranchJob.make(state, i, branch, effective, execution)
+                for i, branch in enumerate(state.branches)]
+        outcomes = execution.run_parallel(
+            work, 0, describe=lambda i: f"branch {i} of Parallel '{state.name}'",
+            stop_on_error=True, state=state, inputs=[effective] * len(work))
+        _raise_first_failure(outcomes)
+        return flow.finish([outcome.value for outcome in outcomes])
+
+    return with_error_handling(state, data, execution, attempt, entered)
+
+
+def _raise_first_failure(outcomes: list[Outcome]) -> None:
+    """A Parallel or Map fails with the error of its first failed branch or iteration."""
+    for outcome in outcomes:
+        if outcome.error is not None and not outcome.cancelled:
+            raise outcome.error
+
+
+@dataclass(frozen=True)
+class BranchJob:
+    """One Parallel branch or Map iteration: callable, so a fresh fork or a thread just
+    runs it, and described (state, index, input), so a pre-forked worker can rebuild it."""
+
+    state: Parallel | Map
+    index: int  # the branch of a Parallel, the item of a Map
+    machine: Machine
+    data: Any
+    execution: Execution
+
+    @classmethod
+    def make(cls, state: Parallel | Map, index: int, machine: Machine, data: Any,
+             execution: Execution) -> BranchJob:
+        # The branch's variable scope is made here, in the parent: a forked child
+        # inherits it; a pool worker is sent its variables.
+        return cls(state, index, machine, data, execution.for_branch())
+
+    def __call__(self) -> Any:
+        return run_machine(self.machine, self.data, self.execution)
+
+
+def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
+    if flow.jsonata:
+        items = flow.evaluate(state.items, "Items") if state.has_items else effective
+        if not isinstance(items, list):
+            raise StatesError(QUERY_EVALUATION_ERROR, f"Map state '{state.name}': Items must "
+                                                      f"be a JSON array, got "
+                                                      f"{jsonpath.json_type(items)}")
+        return items
+    try:
+        items = flow.read(effective, state.items_path)
+    except jsonpath.PathNotFound:
+        raise StatesError(RUNTIME, f"Invalid path '{state.items_path}': No results for "
+                                   f"path in Map state '{state.name}'") from None
+    if not isinstance(items, list):
+        raise StatesError(RUNTIME, f"Map state '{state.name}': ItemsPath "
+                                   f"'{state.items_path}' must select a JSON array, "
+                                   f"got {type(items).__name__}")
+    return items
+
+
+def _tolerated(state: Map, failures: int, total: int, flow: DataFlow) -> bool:
+    if failures == 0:
+        return True
+    count = flow.number(state.tolerated_failure_count, "ToleratedFailureCount", minimum=0)
+    if count is not None and failures <= count:
+        return True
+    percentage = flow.number(state.tolerated_failure_percentage, "ToleratedFailurePercentage",
+                             minimum=0)
+    if percentage is not None and total > 0 and failures * 100.0 / total <= percentage:
+        return True
+    return False
+
+
+def _map(state: Map, data: Any, execution: Execution) -> Transition:
+    entered = time.time()
+    tolerant = (state.tolerated_failure_count is not None
+                or state.tolerated_failure_percentage is not None)
+
+    def attempt(retry_count: int) -> Any:
+        flow = DataFlow(state, data, execution, entered, retry_count)
+        effective = flow.effective_input()
+        items = _map_items(state, effective, flow)
+        inputs = []
+        for index, item in enumerate(items):
+            if state.has_item_selector:
+                item_ctx = execution.context(state.name, entered, retry_count, (index, item))
+                inputs.append(flow.evaluate(state.item_selector, "ItemSelector", item_ctx)
+                              if flow.jsonata
+                              else flow.template(state.item_selector, effective, item_ctx))
+            else:
+                inputs.append(item)
+        work = [BranchJob.make(state, i, state.iterator, item, execution)
+                for i, item in enumerate(inputs)]
+        outcomes = execution.run_parallel(
+            work, flow.number(state.max_concurrency, "MaxConcurrency", minimum=0),
+            describe=lambda i: f"iteration {i} of Map '{state.name}'",
+            stop_on_error=not tolerant, state=state, inputs=inputs)
+        if not tolerant:
+            _raise_first_failure(outcomes)
+        failures = [o for o in outcomes if o.error is not None]
+        if not _tolerated(state, len(failures), len(outcomes), flow):
+            raise StatesError(EXCEED_TOLERATED_FAILURE_THRESHOLD,
+                              f"Map state '{state.name}': {len(failures)} of "
+                              f"{len(outcomes)} iterations failed")
+        return flow.finish([o.value if o.error is None else o.error.to_json()
+                            for o in outcomes])
+
+    return with_error_handling(state, data, execution, attempt, entered)
+
+
+_EXECUTORS: dict[type, Callable[[Any, Any, Execution], Transition]] = {
+    Pass: _pass, Task: _task, Choice: _choice, Wait: _wait, Succeed: _succeed,
+    Fail: _fail, Parallel: _parallel, Map: _map,
+}

@@ -1,0 +1,600 @@
+"""Functions in private heaps: ``--isolation mpk`` (cpython-mpk/PRIVATE_HEAPS.md).
+
+Each function gets one protection domain with a private heap for the container's life
+(PRIVATE_HEAPS.md section 1). Its module is imported *inside* the domain, so whatever it
+sets up at module level, or caches lazily in its globals, lives in its heap: reused by
+its next invocation, unreadable to every other function. What it imports from outside
+its own files (numpy, the standard library, shared helper modules) is imported first,
+outside any domain, and stays shared.
+
+An invocation crosses the entry gate on the function's warm thread, runs on a private
+copy of its input, and before the exit gate:
+
+1. **promotes** its result (or its error) by value: the JSON value is rebuilt by a
+   thread that can still read the domain but allocates in the shared heap
+   (``_faastlane.call_shared``; in C for plain JSON values, ``promote_json``);
+2. **drops** every private reference the invoker held and collects the heap's young
+   generation;
+3. **checks for escapes**: shared objects still pointing into the domain
+   (``Domain.shared_referrers``). Entries of the function's own modules in
+   ``sys.modules`` are expected. Private entries of the standard library's caches
+   (``re``, ``functools.lru_cache``, ``linecache``, ``struct``, ``_strptime``) are
+   purged. Anything else fails the invocation with ``Faastlane.IsolationError`` naming
+   the function and what holds its object. The domain is *not* destroyed (the shared
+   pointers would dangle): the escaped object stays readable only by its owner, any
+   other reader dies of a protection-key fault naming the owner, and the Orchestrator
+   is marked tainted so that a server retires the container after answering.
+
+Each function's module is loaded on its own warm thread, in its own context (context
+variables), with its own instances of modules that keep a per-caller default
+(``module_instances.py``: boto3's session).
+
+Standard library only: this ships inside composed actions.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import contextvars
+import gc
+import importlib
+import json
+import os
+import pkgutil
+import platform
+import re
+import struct
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..asl.errors import StatesError
+from ..asl.jsonvalue import copy_event, detach, lambda_default
+from ..engine import fault_reports
+from ..engine.functions import FunctionSpec, call_entry, failure, load_module, module_name
+from ..engine.lambda_context import LambdaContext
+from ..engine.threads import POOL
+from . import domains, hardening, library_caches, module_instances, shared_registries
+from .source_nodes import source_nodes
+
+ISOLATION_ERROR = "Faastlane.IsolationError"
+ESCAPE_CHECK_VARIABLE = "FAASTLANE_ESCAPE_CHECK"
+# Read once: the check decides on every invocation, on the hand-off path.
+_CHECK_EVERY = os.environ.get(ESCAPE_CHECK_VARIABLE, "sampled") == "every"
+# Each function's first invocations are checked (caches fill there); after that the
+# scan may cost at most 1/SCAN_BUDGET of the function's invocation time.
+FIRST_CHECKED = 4
+SCAN_BUDGET = 100
+
+
+def _local_dummy_type() -> type:
+    """``_thread._localdummy``: what a ``threading.local`` keys each thread's dict by."""
+    local = threading.local()
+    local.probe = True
+    [dicts] = [o for o in gc.get_referents(local) if type(o) is dict]
+    return type(next(iter(dicts)))
+
+
+_LOCAL_DUMMY = _local_dummy_type()
+MODULE_PREFIX = "faastlane_mpk_"
+# Codecs looked up inside a function would be cached, private, in the interpreter's
+# codec registry: look the common ones up first, outside every domain.
+_WARM_CODECS = ("utf-8", "ascii", "latin-1", "utf-16", "utf-32", "idna", "cp1252")
+
+
+class IsolationError(StatesError):
+    """A function broke the rules of its private heap (an escape, a refused import)."""
+
+    def __init__(self, function: str, what: str) -> None:
+        super().__init__(ISOLATION_ERROR, f"function {function!r}: {what} (isolation mpk)")
+        self.function = function
+
+
+@dataclass
+class DomainFunction:
+    """A function whose module lives in its own private heap."""
+
+    spec: FunctionSpec
+    domain: domains.ProtectionDomain
+    # [module, instances, context]: a shared list holding the private module, the
+    # function's module instances (module_instances.py) and its base context (context
+    # variables its module set-up set), read only inside the domain (the module is kept
+    # out of sys.modules, which code outside iterates).
+    holder: list[Any] = field(default_factory=list, repr=False)
+    own_modules: frozenset[str] = frozenset()  # sys.modules entries made inside
+    # Top-level names of the modules in the function's own files: imported privately.
+    own_names: frozenset[str] = frozenset()
+    escaped: str | None = None  # set once an escape was found: the function is refused
+    # Shared objects the module's own set-up left pointing into the heap (library
+    # memoization while it built its model, say): accepted once, at load, and reported.
+    baseline: list[Any] = field(default_factory=list, repr=False)
+    invocations: int = 0
+    keep_escapes: bool = False  # faastlane.json "kept_escapes": report, do not fail
+    # The escape-scan budget, kept outside the domain (shared floats): seconds spent in
+    # invocations since the last check, and how long the last checked one took.
+    unchecked_seconds: float = 0.0
+    checked_seconds: float = 0.0
+
+    def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
+        """Run one invocation inside the domain; return its result, promoted."""
+        if self.escaped is not None:
+            raise IsolationError(self.spec.name, self.escaped)
+        # Set outside the domain: an int or a thread's dict made inside would be private.
+        _running.own = self.own_names
+        _running.fn = self
+        self.invocations += 1
+        check = _check_due(self)
+        start = time.perf_counter()
+        # Sealed: the function's code cannot leave its domain or enter another.
+        result, error = self.domain.run_sealed(_run_inside, self, event, timeout_seconds,
+                                               check)
+        elapsed = time.perf_counter() - start
+        if check:
+            self.checked_seconds, self.unchecked_seconds = elapsed, 0.0
+        else:
+            self.unchecked_seconds += elapsed
+        if error is not None:
+            raise error
+        return result
+
+
+def call_shared(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` allocating in the shared heap (the caller stays in its domain)."""
+    native = domains.native_module()
+    return native.call_shared(function, *args)
+
+
+def _promote(value: Any) -> Any:
+    """A copy of a JSON value built by the calling thread's allocator (under
+    ``call_shared``: the shared heap), checked as Lambda's encoder checks a result.
+    A plain JSON value is copied in C (``promote_json``: the containers and the
+    private leaves); anything else -- a Decimal, a subclass, a non-str key, a cycle --
+    goes through json.dumps and json.loads, which convert it as Lambda does or say
+    what is wrong."""
+    try:
+        return domains.native_module().promote_json(value)
+    except (TypeError, RecursionError):
+        pass
+    try:
+        return json.loads(json.dumps(value, default=lambda_default))
+    except TypeError:
+        detach(value)  # raises NotJSONSerializable saying where in the value
+        raise
+
+
+def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None,
+                check_escapes: bool) -> tuple[Any, StatesError | None]:
+    """Everything between the gates. Returns only shared objects; keeps no private one."""
+    error: StatesError | None = None
+    result: Any = None
+    try:
+        result = _invoke_private(fn, event, timeout_seconds)
+    except StatesError as exc:
+        error = call_shared(_copy_error, exc)
+    _flush_std_streams()
+    gc.collect(0)
+    # Concurrent invocations hold live references: only the last one out purges/checks.
+    last_out = fn.domain.threads_inside() == 1
+    if last_out:
+        # Every exit: a private entry left in a shared cache is read by the next caller
+        # of any function (an lru_cache's next call appends after its newest link).
+        _purge_caches(fn, fn.domain.holders_among(_KNOWN_CACHES))
+    if check_escapes and last_out:
+        escaped = _escapes(fn)
+        if escaped and fn.keep_escapes:
+            fn.baseline = call_shared(list, fn.domain.shared_referrers())
+            sys.stderr.write(call_shared(str.__add__, f"[faastlane] {fn.spec.name}: kept "
+                                                      "(kept_escapes): ", escaped) + "\n")
+        elif escaped:
+            fn.escaped = call_shared(_promote, escaped)
+            error = call_shared(IsolationError, fn.spec.name, fn.escaped)
+            result = None
+    return call_shared(_pair, result, error)  # the pair crosses the exit gate: shared
+
+
+def _pair(result: Any, error: StatesError | None) -> tuple[Any, StatesError | None]:
+    return result, error
+
+
+def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | None) -> Any:
+    """Call the function on a private copy of its input; return its result, checked and
+    promoted. Every private object made here is garbage once this frame returns."""
+    context = LambdaContext(fn.spec.name, timeout_seconds)
+    entry = getattr(fn.holder[0], fn.spec.entry)
+    try:
+        with hardening.function_scope(fn.spec.name):
+            # In a copy of its base context, as asyncio runs a task: what it sets in
+            # context variables stays in its heap, not in the thread's shared context.
+            result = fn.holder[2].copy().run(call_entry, entry, fn.spec.style,
+                                             _private_copy(event), context)
+        return call_shared(_promote, result)
+    except StatesError:
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code
+        raise call_shared(failure, fn.spec.name, exc, context.aws_request_id) from None
+
+
+def _private_copy(event: Any) -> Any:
+    """The function's own copy of its input, made in its heap: it may mutate it (Lambda
+    handlers do), and nothing shared may end up holding what it puts there. Only the
+    containers are copied (in C); the immutable leaves stay shared."""
+    return copy_event(event)
+
+
+def _copy_error(exc: StatesError) -> StatesError:
+    """A shared copy (strings too, without __context__) of a possibly private error."""
+    return StatesError(_promote(exc.error), _promote(exc.cause))
+
+
+# ---------------------------------------------------------------------------- escapes
+
+def _escapes(fn: DomainFunction) -> str | None:
+    """What still holds the function's private objects, after purging known caches."""
+    holders = _unexpected(fn, fn.domain.shared_referrers())
+    if not holders:
+        return None
+    _purge_caches(fn, holders)
+    gc.collect(0)
+    holders = _unexpected(fn, fn.domain.shared_referrers())
+    if not holders:
+        return None
+    return "left private objects reachable from shared state: " + "; ".join(
+        _describe(fn, holder) for holder in holders[:5]) + (
+        f" (and {len(holders) - 5} more)" if len(holders) > 5 else "") + (
+        ". Create them at module level (imported inside the function's own heap), or "
+        "run the function with --isolation process")
+
+
+def _flush_std_streams() -> None:
+    """A buffered stream holds what was printed (private bytes) until it flushes."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+
+
+def _check_due(fn: DomainFunction) -> bool:
+    """Whether this invocation's exit checks for escapes: always with
+    FAASTLANE_ESCAPE_CHECK=every; by default the function's first four (where caches
+    fill), then whenever the invocations since the last check took SCAN_BUDGET times as
+    long as that checked one -- the scan walks every shared GC-tracked object (8 ms with
+    FINRA's libraries, ~20 ms with scikit-learn's), so it costs at most ~1% of the
+    function's time. Between checks the hardware still stops every foreign read of an
+    escaped object: a later check reports it, a foreign reader faults naming the owner."""
+    return (_CHECK_EVERY or fn.invocations <= FIRST_CHECKED
+            or fn.unchecked_seconds >= SCAN_BUDGET * fn.checked_seconds)
+
+
+def _unexpected(fn: DomainFunction, holders: list[Any]) -> list[Any]:
+    baseline = {id(h) for h in fn.baseline}
+    return [h for h in holders if h is not fn.holder and id(h) not in baseline
+            # weakref.finalize's registry: finalizers of the function's own objects, run
+            # inside the domain when those objects die there.
+            and h is not weakref.finalize._registry  # type: ignore[attr-defined]
+            and not (h is sys.modules and _only_own_modules(fn))
+            and not _thread_local_state(fn, h) and not _subclass_table(fn, h)]
+
+
+def _subclass_table(fn: DomainFunction, holder: Any) -> bool:
+    """A shared class's table of subclasses (``type.__subclasses__``, keyed by address,
+    weak references) naming a class the function defined: its own class, kept alive by
+    its own module. Known hazard, documented: code that walks a shared class's
+    ``__subclasses__()`` reaches that class, and faults outside the function."""
+    if type(holder) is not dict:
+        return False
+    mine = fn.domain.contains
+    return all(isinstance(ref, weakref.ref) and id(ref()) == key
+               for key, ref in fn.domain.visible_items(holder) if mine(id(ref)))
+
+
+def _thread_local_state(fn: DomainFunction, holder: Any) -> bool:
+    """A ``threading.local``'s entry for the calling thread: its per-thread dict, or the
+    weak reference the local keeps to the thread. A function runs only on threads
+    dedicated to it (``workers.py``), so that state is the function's own."""
+    mine = fn.domain.contains
+    if isinstance(holder, dict):
+        return all(type(k) is _LOCAL_DUMMY for k, v in fn.domain.visible_items(holder)
+                   if mine(id(k)) or mine(id(v)))
+    if isinstance(holder, set):
+        return all(isinstance(ref, weakref.ref) and type(ref()) is _LOCAL_DUMMY
+                   for ref in fn.domain.visible_items(holder) if mine(id(ref)))
+    return False
+
+
+def _only_own_modules(fn: DomainFunction) -> bool:
+    return all(name in fn.own_modules for name, module in fn.domain.visible_items(sys.modules)
+               if fn.domain.contains(id(module)))
+
+
+def _purge_caches(fn: DomainFunction, holders: list[Any]) -> None:
+    """Drop the function's own entries from the caches among ``holders``: the known ones
+    (``re``'s, ``linecache``'s, ``_strptime``'s, every ``functools.lru_cache``) and
+    ``struct``'s (a holder dict of ``Struct`` values). Only its own entries: a cache may
+    also hold other functions' objects, which this thread may not touch
+    (``visible_items`` skips them unread), so a dict is never cleared wholesale."""
+    mine = fn.domain.contains
+    for holder in holders:
+        wrapper = _LRU_CACHES.get(id(holder))
+        if wrapper is not None:
+            # Its links form one list: cleared through the wrapper, only when every
+            # entry is this function's or shared (clearing releases them all).
+            if len(fn.domain.visible_items(holder)) == len(holder):
+                wrapper.cache_clear()
+        elif type(holder) is dict and (id(holder) in _KNOWN_IDS
+                                       or _holds_only_structs(fn, holder)):
+            for key, value in fn.domain.visible_items(holder):
+                if mine(id(key)) or mine(id(value)):
+                    del holder[key]
+
+
+def _holds_only_structs(fn: DomainFunction, holder: dict[Any, Any]) -> bool:
+    entries = fn.domain.visible_items(holder)
+    return bool(entries) and all(type(v) is struct.Struct for _, v in entries)
+
+
+def _describe(fn: DomainFunction, holder: Any) -> str:
+    """A shared holder of private objects, named without touching another domain."""
+    if holder is sys.modules:
+        names = [n for n, m in fn.domain.visible_items(sys.modules)
+                 if fn.domain.contains(id(m)) and n not in fn.own_modules]
+        return f"sys.modules (module {', '.join(names)} imported inside the function)"
+    for name, module in fn.domain.visible_items(sys.modules):
+        if domains.native_module().slot_of(id(module)) is None and \
+                getattr(module, "__dict__", None) is holder:
+            return f"a global of module {name}"
+    if isinstance(holder, dict):
+        keys = [k for k, v in fn.domain.visible_items(holder)
+                if fn.domain.contains(id(v)) or fn.domain.contains(id(k))]
+        shown = ", ".join(repr(k) if isinstance(k, str) else type(k).__name__
+                          for k in keys[:3])
+        return f"a shared dict (under {shown})"
+    return f"a shared {type(holder).__name__}"
+
+
+# ---------------------------------------------------------------------------- loading
+
+def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFunction:
+    """Create the function's domain and import its module inside it; ``keep_escapes``:
+    the app chose to keep (report) this function's escapes rather than fail on them."""
+    _check_runtime()
+    # Before any function's code (module bodies too) and the libraries they import:
+    # native code loaded from here on is inspected; ctypes only outside functions.
+    try:
+        hardening.activate(root, libraries_ffi=True)
+    except hardening.HardeningError as exc:
+        raise domains.IsolationUnavailableError(f"isolation mpk: {exc}") from None
+    _warm_shared_state()
+    _import_dependencies(root, spec)
+    for warning in library_caches.prepare_loaded():
+        sys.stderr.write(f"[faastlane] {warning}\n")
+    _find_caches()
+    fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True),
+                        keep_escapes=keep_escapes)
+    fault_reports.announce(fn.domain.slot, fn.domain.key, spec.name)
+    name = module_name(spec, MODULE_PREFIX)
+    fn.own_names = _own_names(root, spec)
+    try:
+        # On the function's own warm thread, the one its invocations run on: what C
+        # libraries keep per thread (OpenSSL's error queue, made on first use) is then
+        # made in its heap and only ever used by it -- loading every function on one
+        # thread, the second function read the first one's.
+        error = POOL.run(spec.name, lambda: _load_on_own_thread(root, fn, name))
+    except BaseException:
+        fn.domain.destroy()  # nothing shared refers into it yet
+        raise
+    if error is not None:
+        # The failed import may have left private modules in sys.modules: keep the
+        # domain (destroying it would leave those pointers dangling).
+        raise error
+    return fn
+
+
+def _load_on_own_thread(root: str, fn: DomainFunction, name: str) -> StatesError | None:
+    # Set outside the domain, like invoke() does.
+    _running.own = fn.own_names
+    _running.fn = fn
+    return fn.domain.run_sealed(_load_inside, root, fn, name)
+
+
+def _load_inside(root: str, fn: DomainFunction, name: str) -> StatesError | None:
+    """Import the module in the domain; record the sys.modules entries it made."""
+    before = len(sys.modules)
+    # The module's set-up runs in the function's own context (a context variable set
+    # there -- botocore's client context, decimal's -- stays private and visible to
+    # its invocations): the thread's shared context would hold its private values.
+    base = contextvars.Context()
+    fn.holder[:] = [None, {}, base]
+    try:
+        with hardening.function_scope(fn.spec.name):
+            module = base.run(load_module, root, fn.spec, name)
+        fn.holder[0] = module
+        del sys.modules[name]
+        if not callable(getattr(fn.holder[0], fn.spec.entry, None)):
+            raise StatesError("Runtime.HandlerNotFound",
+                              f"{fn.spec.module_file} has no callable {fn.spec.entry!r}")
+    except StatesError as exc:
+        return call_shared(_copy_error, exc)
+    finally:
+        if len(sys.modules) != before:
+            fn.own_modules = call_shared(_private_module_names, fn.domain)
+        gc.collect(0)
+    _flush_std_streams()
+    _purge_caches(fn, fn.domain.holders_among(_KNOWN_CACHES))
+    holders = _unexpected(fn, fn.domain.shared_referrers())
+    if holders:
+        _purge_caches(fn, holders)
+        gc.collect(0)
+        fn.baseline = call_shared(list, _unexpected(fn, fn.domain.shared_referrers()))
+    if fn.baseline:
+        kinds = call_shared(_kinds, fn.baseline)
+        sys.stderr.write(f"[faastlane] {fn.spec.name}: module set-up left {kinds} pointing "
+                         "into its private heap; kept (other readers fault)\n")
+    return None
+
+
+def _kinds(holders: list[Any]) -> str:
+    counts: dict[str, int] = {}
+    for holder in holders:
+        counts[type(holder).__name__] = counts.get(type(holder).__name__, 0) + 1
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+
+
+def _check_runtime() -> None:
+    """Refuse what would make private heaps a pretence (FAASTLANE_MPK=on without keys
+    raises here too; ``auto`` runs them unenforced and says so once)."""
+    allocator = os.environ.get("PYTHONMALLOC", "")
+    if allocator and allocator != "pymalloc":
+        raise domains.IsolationUnavailableError(
+            f"isolation mpk: PYTHONMALLOC={allocator} bypasses the allocator that places "
+            "objects in private heaps; unset it")
+    domains.native_module()
+    domains.keys_enabled()
+
+
+def _private_module_names(domain: domains.ProtectionDomain) -> frozenset[str]:
+    return frozenset(_promote(name) for name, module in domain.visible_items(sys.modules)
+                     if domain.contains(id(module)))
+
+
+_warmed = False
+
+
+def _warm_shared_state() -> None:
+    """Fill, outside every domain, the caches a function would otherwise fill privately."""
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True
+    _route_c_malloc()
+    module_instances.install(_function_instances)
+    for name in _WARM_CODECS:
+        codecs.lookup(name)
+    for module in ("_strptime", "linecache", "traceback", "decimal", "encodings.idna"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    # platform caches what it learns (uname, the interpreter's version) in its globals.
+    platform.uname()
+    platform.python_implementation()
+    shared_registries.install(lambda: getattr(_running, "own", None))
+
+
+MALLOC_VARIABLE = "FAASTLANE_MPK_MALLOC"
+# OpenBLAS/OpenMP start their worker threads when numpy loads, outside every domain:
+# with keys they could not read a function's private arrays (PRIVATE_HEAPS.md section 7).
+_SINGLE_THREADED_LIBRARIES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _route_c_malloc() -> None:
+    """Before the first private heap: C ``malloc`` (numpy arrays, Pillow images) goes to
+    the calling function's heap unless the user chose ``FAASTLANE_MPK_MALLOC=off``; the
+    runtime reads the variable once, when that heap is made."""
+    if os.environ.setdefault(MALLOC_VARIABLE, "on") != "on":
+        sys.stderr.write(f"[faastlane] {MALLOC_VARIABLE}={os.environ[MALLOC_VARIABLE]}: "
+                         "C malloc stays shared (numpy and Pillow buffers are not "
+                         "private)\n")
+        return
+    for variable in _SINGLE_THREADED_LIBRARIES:
+        os.environ.setdefault(variable, "1")
+
+
+def malloc_routed() -> bool:
+    """True when C allocations are routed into private heaps in this process."""
+    return bool(domains.native_module().malloc_routed())
+
+
+# The shared caches every exit gate purges of the function's entries (_purge_caches),
+# and id(cache dict) -> its functools.lru_cache wrapper. Found outside every domain when
+# a function loads, for wrappers not seen before (the wrapper's traverse walks its links:
+# those of a wrapper a function has already called may be private and must not be read).
+_KNOWN_CACHES: list[Any] = []
+_KNOWN_IDS: set[int] = set()
+_LRU_CACHES: dict[int, Any] = {}
+_LRU_SEEN: set[int] = set()
+
+
+def _find_caches() -> None:
+    import linecache
+
+    strptime = sys.modules.get("_strptime")
+    caches = [re._cache, re._cache2, linecache.cache,  # type: ignore[attr-defined]
+              *library_caches.memo_dicts()]
+    if strptime is not None:
+        caches.append(strptime._regex_cache)
+    for wrapper in gc.get_objects():
+        if type(wrapper).__name__ == "_lru_cache_wrapper" and id(wrapper) not in _LRU_SEEN:
+            _LRU_SEEN.add(id(wrapper))
+            for referent in gc.get_referents(wrapper):
+                if type(referent) is dict:
+                    _LRU_CACHES[id(referent)] = wrapper
+                    caches.append(referent)
+    for cache in caches:
+        if id(cache) not in _KNOWN_IDS:
+            _KNOWN_IDS.add(id(cache))
+            _KNOWN_CACHES.append(cache)
+
+
+_running = threading.local()  # .own, .fn: the function on this thread, its own_names
+
+
+def _function_instances() -> dict[str, Any] | None:
+    """The running function's module instances; None outside its domain."""
+    fn = getattr(_running, "fn", None)
+    if fn is None or domains.native_module().current_domain() is not fn.domain._domain:
+        return None
+    instances: dict[str, Any] = fn.holder[1]
+    return instances
+
+
+def _own_files(root: str, spec: FunctionSpec) -> list[str]:
+    """The function's own source files: its module, or its whole folder."""
+    search = os.path.join(root, spec.search_path)
+    own_dir = os.path.dirname(os.path.join(root, spec.module_file))
+    if os.path.normpath(own_dir) == os.path.normpath(search):
+        return [os.path.join(root, spec.module_file)]
+    return [os.path.join(d, f) for d, _, names in os.walk(own_dir) for f in names
+            if f.endswith(".py")]
+
+
+def _own_names(root: str, spec: FunctionSpec) -> frozenset[str]:
+    """Top-level module names the function's own files can be imported under."""
+    search = os.path.normpath(os.path.join(root, spec.search_path))
+    names = set()
+    for path in _own_files(root, spec):
+        relative = os.path.relpath(path, search).split(os.sep)
+        names.add(relative[0] if len(relative) > 1 else os.path.splitext(relative[0])[0])
+    return frozenset(names)
+
+
+def _import_dependencies(root: str, spec: FunctionSpec) -> None:
+    """Import, shared, every module the function's files import from outside them."""
+    search = os.path.join(root, spec.search_path)
+    if search not in sys.path:
+        sys.path.insert(0, search)
+    pkgutil.get_importer(search)  # its finder, cached shared in sys.path_importer_cache
+    own = _own_names(root, spec)
+    for name in sorted(_imported_names(_own_files(root, spec))):
+        if name.split(".")[0] in own:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the import inside the domain reports it
+            pass
+
+
+def _imported_names(files: list[str]) -> set[str]:
+    names: set[str] = set()
+    for node in source_nodes(files):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+    return names

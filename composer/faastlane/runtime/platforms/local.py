@@ -1,0 +1,126 @@
+"""Running a composed action on this machine: ``python ACTION_DIR --input '{...}'``.
+
+The action folder's ``__main__.py`` is OpenWhisk's entry point and, when run as a script,
+this command line. The workflow's output is the only thing written to standard output:
+functions' own prints (their logs, on a real platform) go to standard error, at the file
+descriptor level so that C code and forked branches obey it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..asl.errors import error_object
+from ..engine import fault_reports, trace
+from ..isolation import domains
+from ..options import ISOLATION_MODES, MPK, PARALLEL_PROCESSES, PARALLEL_THREADS
+from ..orchestrator import SUCCEEDED, Orchestrator, load_options
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description="Run this composed Faastlane workflow locally.")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--input", help="the execution input, as JSON (default {})")
+    source.add_argument("--input-file", help="a file holding the execution input")
+    parser.add_argument("--isolation", choices=ISOLATION_MODES)
+    parser.add_argument("--vcpus", type=int, help="parallel processes at most")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--threads-only", action="store_true",
+                      help="run parallel branches as threads (the paper's -Th variant)")
+    mode.add_argument("--processes-only", action="store_true",
+                      help="run every function in its own process (the -P variant)")
+    parser.add_argument("--trace", action="store_true",
+                        help="write a per-state timeline to standard error")
+    return parser
+
+
+def read_input(args: argparse.Namespace) -> Any:
+    """The execution input from --input or --input-file; exits 2 with one line if bad."""
+    try:
+        if args.input_file:
+            with open(args.input_file, encoding="utf-8") as handle:
+                text = handle.read()
+            where = args.input_file
+        else:
+            text = args.input if args.input is not None else "{}"
+            where = "--input"
+        return json.loads(text)
+    except OSError as exc:
+        _die(f"cannot read the input file: {exc.strerror}: {args.input_file}")
+    except json.JSONDecodeError as exc:
+        _die(f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+
+
+def _die(message: str) -> None:
+    sys.stderr.write(f"faastlane: error: {message}\n")
+    raise SystemExit(2)
+
+
+def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int:
+    """Run one execution; ``load`` builds the Orchestrator (importing every function)
+    after standard output has been handed to standard error, so that even a function's
+    module-level prints cannot mix with the result."""
+    args = _parser().parse_args(argv)
+    execution_input = read_input(args)
+    result_fd = os.dup(1)
+    sys.stdout.flush()
+    os.dup2(2, 1)  # from here on, anything printed goes to stderr
+    if (args.isolation or _planned_isolation()) != MPK:
+        return _run(load, args, execution_input, result_fd)
+
+    def report(error: str, cause: str) -> None:
+        _write_result(result_fd, error_object(error, cause))
+
+    # Functions in protection domains: a fault kills the process, so run it supervised.
+    return fault_reports.supervise(lambda: _run(load, args, execution_input, result_fd),
+                                   report)
+
+
+def _planned_isolation() -> str | None:
+    """The isolation plan.json of the action being run records, if any."""
+    entry = getattr(sys.modules.get("__main__"), "__file__", None)
+    plan = os.path.join(os.path.dirname(os.path.abspath(entry or ".")), "plan.json")
+    return load_options(plan).isolation if os.path.exists(plan) else None
+
+
+def _run(load: Callable[[], Orchestrator], args: argparse.Namespace, execution_input: Any,
+         result_fd: int) -> int:
+    try:
+        orchestrator = load()
+    except domains.IsolationUnavailableError as exc:
+        _die(str(exc))
+    parallel = PARALLEL_THREADS if args.threads_only else (
+        PARALLEL_PROCESSES if args.processes_only else None)
+    options = orchestrator.with_options(
+        isolation=args.isolation, vcpus=args.vcpus, parallel=parallel,
+        processes_only=True if args.processes_only else None)
+    if args.trace:
+        trace.enable()
+    start = trace.now()
+    result = orchestrator.execute(execution_input, options)
+    end = trace.now()
+    sys.stdout.flush()
+    if args.trace:
+        header = {"workflow": orchestrator.name, "status": result.status,
+                  "isolation": options.isolation, "parallel": options.parallel,
+                  "processes_only": options.processes_only,
+                  "vcpus": options.cpu_budget(), "start": start, "end": end,
+                  "end_to_end_ms": round((end - start) * 1000, 3)}
+        if options.isolation == MPK:
+            header["mpk"] = domains.status().implementation  # "keys" or "no-keys"
+            from ..isolation.private_heaps import malloc_routed  # loaded only in mpk mode
+
+            header["mpk_malloc"] = "routed" if malloc_routed() else "shared"
+        trace.write(sys.stderr, header, trace.take())
+    _write_result(result_fd, result.to_json())
+    return 0 if result.status == SUCCEEDED else 1
+
+
+def _write_result(result_fd: int, value: Any) -> None:
+    with os.fdopen(result_fd, "w", encoding="utf-8") as out:
+        out.write(json.dumps(value) + "\n")
