@@ -36,7 +36,7 @@ _ENTRY = '''"""OpenWhisk entry of one function, as the benchmark baselines deplo
 
 import os
 
-from .function_action import FunctionAction
+from faastlane_bench.function_action import FunctionAction
 
 _ACTION = FunctionAction(os.path.dirname(os.path.abspath(__file__)))
 
