@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-JSONPATH = "JSONPath"
-JSONATA = "JSONata"
+from faastlane.runtime.asl.model import JSONATA, JSONPATH
+
 QUERY_LANGUAGES = (JSONPATH, JSONATA)
 
 TOP_LEVEL = frozenset(

@@ -1,9 +1,9 @@
 """JSONata expressions in ASL: recognising ``{% ... %}`` and checking their syntax.
 
 Step Functions evaluates a string as JSONata when it is written ``"{% <expression> %}"``
-in a JSONata state. Executing JSONata is a later issue; validating it is not, because
-Step Functions rejects a definition whose expressions do not parse. This module is a
-syntax checker only: a tokenizer and a Pratt parser that follow the reference
+in a JSONata state, and rejects a definition whose expressions do not parse. This module
+is the validator's syntax checker (the runtime evaluates expressions with the
+jsonata-python engine, ``runtime/asl/jsonata.py``): a tokenizer and a Pratt parser that follow the reference
 implementation's grammar (jsonata-js ``parser.js``: the same operators, binding powers
 and constructs), building no tree.
 """

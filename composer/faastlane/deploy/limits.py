@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from faastlane.runtime.parallel.invokers import LAMBDA_PAYLOAD_LIMIT, OPENWHISK_PAYLOAD_LIMIT
+
 from .errors import TooLarge
 
 MB = 1024 * 1024
@@ -34,12 +36,14 @@ def _megabytes(size: int) -> str:
     return f"{size / MB:.2f} MB" if size % MB else f"{size // MB} MB"
 
 
-OPENWHISK_PAYLOAD = Limit("OpenWhisk's limit for an invocation's parameters", 1 * MB,
+OPENWHISK_PAYLOAD = Limit("OpenWhisk's limit for an invocation's parameters",
+                          OPENWHISK_PAYLOAD_LIMIT,
                           "pass a reference to the data (e.g. an object-store key) instead")
 OPENWHISK_CODE = Limit("OpenWhisk's limit for an action's code", 48 * MB,
                        "deploy it as a Docker action instead (--docker: the requirements "
                        "go into an image derived from the runtime image, not the zip)")
-LAMBDA_SYNC_PAYLOAD = Limit("Lambda's limit for a synchronous invocation's payload", 6 * MB,
+LAMBDA_SYNC_PAYLOAD = Limit("Lambda's limit for a synchronous invocation's payload",
+                            LAMBDA_PAYLOAD_LIMIT,
                             "pass a reference to the data (e.g. an S3 key) instead")
 LAMBDA_ZIP = Limit("Lambda's limit for a directly uploaded zip", 50 * MB,
                    "deploy a container image instead (--image: up to 10 GB; "

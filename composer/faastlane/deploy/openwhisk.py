@@ -17,6 +17,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from faastlane.runtime.parallel import openwhisk_rest
+
 from . import limits
 from .errors import ApiError, DeployError, InvocationFailed
 from .wskprops import OpenWhiskConfig
@@ -57,17 +59,12 @@ class ActionSpec:
 class OpenWhiskClient:
     def __init__(self, config: OpenWhiskConfig, insecure: bool = False) -> None:
         self.config = config
-        token = base64.b64encode(config.auth.encode()).decode("ascii")
-        self.headers = {"Authorization": f"Basic {token}", "Content-Type": "application/json",
-                        "Accept": "application/json"}
+        self.headers = {**openwhisk_rest.auth_headers(config.auth), "Accept": "application/json"}
         # Local deployments use self-signed certificates; `wsk -i` skips the check too.
         self.context = ssl._create_unverified_context() if insecure else None
 
     def _url(self, name: str, query: dict[str, str]) -> str:
-        ns = urllib.parse.quote(self.config.namespace, safe="")
-        action = "/".join(urllib.parse.quote(part, safe="") for part in name.split("/"))
-        return (f"{self.config.apihost}/api/v1/namespaces/{ns}/actions/{action}?"
-                f"{urllib.parse.urlencode(query)}")
+        return openwhisk_rest.action_url(self.config.apihost, self.config.namespace, name, query)
 
     def _call(self, method: str, operation: str, url: str, body: Any) -> tuple[int, Any]:
         request = urllib.request.Request(url, data=json.dumps(body).encode(), method=method,

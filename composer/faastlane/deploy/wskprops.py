@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from faastlane.runtime.parallel import openwhisk_rest
+
 from .errors import MissingConfiguration
 
 DEFAULT_NAMESPACE = "_"  # the authenticated user's own namespace
@@ -44,8 +46,7 @@ def read_properties(path: str) -> dict[str, str]:
 
 def normalise_apihost(apihost: str) -> str:
     """``wsk`` takes a bare host (``openwhisk.example.com``) and means HTTPS."""
-    apihost = apihost.rstrip("/")
-    return apihost if "://" in apihost else f"https://{apihost}"
+    return openwhisk_rest.base_url(apihost)
 
 
 def resolve(apihost: str | None = None, auth: str | None = None,

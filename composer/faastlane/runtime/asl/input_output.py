@@ -18,10 +18,10 @@ from .jsonpath import (
     PathNotFound,
     PathSyntaxError,
     Step,
-    compact_json,
     compile_path,
     read,
 )
+from .jsonvalue import compact_json
 
 
 def apply_input_path(data: Any, path: str | None, context: dict | None,

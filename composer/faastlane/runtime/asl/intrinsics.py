@@ -31,6 +31,7 @@ from typing import Any
 
 from . import jsonpath
 from .errors import INTRINSIC_FAILURE, StatesError
+from .jsonvalue import compact_json, json_type
 
 
 class IntrinsicSyntaxError(ValueError):
@@ -303,7 +304,7 @@ def _check_signature(call: Call, error: Callable[[str], IntrinsicSyntaxError]) -
         if isinstance(arg, Literal) and kind is not None and not _LITERAL_TESTS[kind](arg.value):
             raise error(
                 f"argument {position + 1} of States.{call.name} must be {kind}, "
-                f"got {jsonpath.compact_json(arg.value)}"
+                f"got {compact_json(arg.value)}"
             )
 
 
@@ -409,7 +410,7 @@ def _string(function: str, what: str, value: Any) -> str:
 
 
 def _show(value: Any) -> str:
-    return f"{jsonpath.json_type(value)} {jsonpath.compact_json(value)}"
+    return f"{json_type(value)} {compact_json(value)}"
 
 
 def _format(call: Call, scope: _Scope) -> str:
@@ -427,7 +428,7 @@ def _format(call: Call, scope: _Scope) -> str:
         if isinstance(value, (list, dict)):
             raise _fail("Format", f"cannot format {_show(value)}: use a string, number, "
                         "boolean or null")
-        out.append(value if isinstance(value, str) else jsonpath.compact_json(value))
+        out.append(value if isinstance(value, str) else compact_json(value))
         out.append(piece)
     return "".join(out)
 
@@ -441,7 +442,7 @@ def _string_to_json(text: Any) -> Any:
 
 
 def _json_to_string(value: Any) -> str:
-    return jsonpath.compact_json(value)
+    return compact_json(value)
 
 
 def _array_of(*values: Any) -> list:

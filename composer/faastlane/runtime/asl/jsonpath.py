@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from .jsonvalue import compact_json, json_type
 
 
 class PathSyntaxError(ValueError):
@@ -701,34 +702,3 @@ _AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {
     "avg": lambda numbers: math.fsum(numbers) / len(numbers),
     "stddev": lambda numbers: math.sqrt(statistics.pvariance(numbers)),
 }
-
-
-# --------------------------------------------------------------------------------------
-# Small helpers shared with intrinsics and choice
-# --------------------------------------------------------------------------------------
-
-
-# One encoder for all calls: json.dumps builds a new one whenever options are given.
-_COMPACT_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-
-
-def compact_json(value: Any) -> str:
-    """JSON text without spaces, as AWS quotes values in causes."""
-    return _COMPACT_ENCODER.encode(value)
-
-
-def json_type(value: Any) -> str:
-    """The JSON type name of a value, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__

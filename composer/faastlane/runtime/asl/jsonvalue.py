@@ -12,6 +12,7 @@ per container element, independent of how many bytes the strings hold.
 from __future__ import annotations
 
 import decimal
+import json
 from typing import Any
 
 
@@ -127,3 +128,31 @@ def copy_event(value: Any) -> Any:
         except TypeError:
             pass
     return detach(value)
+
+
+# Values quoted in error causes, as AWS quotes them.
+
+# One encoder for all calls: json.dumps builds a new one whenever options are given.
+_COMPACT_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
+def compact_json(value: Any) -> str:
+    """JSON text without spaces, as AWS quotes values in causes."""
+    return _COMPACT_ENCODER.encode(value)
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a value, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__

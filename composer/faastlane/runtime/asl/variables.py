@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import DATA_LIMIT_EXCEEDED, RUNTIME, StatesError
-from .jsonpath import compact_json
+from .jsonvalue import compact_json
 
 MAX_ASSIGN_BYTES = 256 * 1024
 MAX_TOTAL_BYTES = 10 * 1024 * 1024

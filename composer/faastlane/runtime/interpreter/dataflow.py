@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..asl import choice, input_output, jsonpath
 from ..asl.errors import QUERY_EVALUATION_ERROR, StatesError
 from ..asl.jsonata import evaluate_field, is_expression, states_variable
+from ..asl.jsonvalue import compact_json
 from ..asl.model import JSONATA, Catcher, Map, Parallel, State, Task
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ class DataFlow:
             raise StatesError(QUERY_EVALUATION_ERROR,
                               f"The JSONata expression '{value}' specified for the field "
                               f"'{field}' must return an integer of at least {minimum}, "
-                              f"got {jsonpath.compact_json(result)}")
+                              f"got {compact_json(result)}")
         return result
 
     # ---------------------------------------------------------------- the pipeline
@@ -170,7 +171,7 @@ class DataFlow:
             raise StatesError(QUERY_EVALUATION_ERROR,
                               f"The Condition '{condition}' of Choice state "
                               f"'{self.state.name}' must return a boolean, got "
-                              f"{jsonpath.compact_json(value)}")
+                              f"{compact_json(value)}")
         return value
 
     def _store(self, assigned: dict[str, Any] | None) -> None:

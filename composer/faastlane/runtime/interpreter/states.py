@@ -28,7 +28,7 @@ from ..asl.errors import (
     StatesError,
     error_matches,
 )
-from ..asl.jsonvalue import copy_event
+from ..asl.jsonvalue import compact_json, copy_event, json_type
 from ..asl.model import (
     Catcher,
     Choice,
@@ -398,7 +398,7 @@ def _jsonata_string(flow: DataFlow, value: str | None, field: str) -> str | None
     if not isinstance(result, str):
         raise StatesError(QUERY_EVALUATION_ERROR, f"The field '{field}' of state "
                                                   f"'{flow.state.name}' must be a string, "
-                                                  f"got {jsonpath.compact_json(result)}")
+                                                  f"got {compact_json(result)}")
     return result
 
 
@@ -468,7 +468,7 @@ def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
         if not isinstance(items, list):
             raise StatesError(QUERY_EVALUATION_ERROR, f"Map state '{state.name}': Items must "
                                                       f"be a JSON array, got "
-                                                      f"{jsonpath.json_type(items)}")
+                                                      f"{json_type(items)}")
         return items
     try:
         items = flow.read(effective, state.items_path)

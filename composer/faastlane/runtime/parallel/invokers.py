@@ -21,7 +21,6 @@ a copy that died or overran its time limit ``Runtime.ExitError``.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import time
@@ -33,6 +32,7 @@ from typing import Any, Protocol
 
 from ..asl.errors import StatesError
 from ..engine.functions import EXIT_ERROR
+from . import openwhisk_rest
 from .object_store import aws_endpoint, aws_region, opener
 from .sigv4 import Credentials, sign
 
@@ -83,15 +83,12 @@ class OpenWhiskInvoker:
     payload_limit = OPENWHISK_PAYLOAD_LIMIT
 
     def __init__(self, apihost: str, api_key: str, action_name: str) -> None:
-        if "://" not in apihost:
-            apihost = "https://" + apihost
-        self.apihost = apihost.rstrip("/")
+        self.apihost = openwhisk_rest.base_url(apihost)
         parts = [p for p in action_name.split("/") if p]
         if len(parts) < 2:
             raise ValueError(f"__OW_ACTION_NAME={action_name!r}: expected /namespace/name")
         self.namespace, self.action = parts[0], "/".join(parts[1:])
-        token = base64.b64encode(api_key.encode()).decode("ascii")
-        self.headers = {"Authorization": f"Basic {token}", "Content-Type": "application/json"}
+        self.headers = openwhisk_rest.auth_headers(api_key)
         opener()  # now, before the Orchestrator forks the children that invoke
 
     @classmethod
@@ -102,16 +99,11 @@ class OpenWhiskInvoker:
             return None
         return cls(host, key, name)
 
-    def _url(self, path: str, query: dict[str, str] | None = None) -> str:
-        ns = urllib.parse.quote(self.namespace, safe="")
-        url = f"{self.apihost}/api/v1/namespaces/{ns}/{path}"
-        return f"{url}?{urllib.parse.urlencode(query)}" if query else url
-
     def invoke(self, payload: dict[str, Any], timeout: float | None) -> Any:
         what = f"OpenWhisk action /{self.namespace}/{self.action}"
-        action = "/".join(urllib.parse.quote(p, safe="") for p in self.action.split("/"))
         request = urllib.request.Request(
-            self._url(f"actions/{action}", {"blocking": "true", "result": "true"}),
+            openwhisk_rest.action_url(self.apihost, self.namespace, self.action,
+                                      {"blocking": "true", "result": "true"}),
             data=json.dumps(payload).encode(), method="POST", headers=self.headers)
         deadline = None if timeout is None else time.monotonic() + timeout
         status, _, body = _send(request, timeout, what)
@@ -128,7 +120,9 @@ class OpenWhiskInvoker:
         raise _status_error(status, what, text)
 
     def _poll(self, activation: str, deadline: float | None, what: str) -> Any:
-        url = self._url(f"activations/{urllib.parse.quote(activation, safe='')}")
+        quoted = urllib.parse.quote(activation, safe="")
+        url = openwhisk_rest.namespace_url(self.apihost, self.namespace,
+                                           f"activations/{quoted}")
         while deadline is None or time.monotonic() < deadline:
             status, _, body = _send(urllib.request.Request(url, headers=self.headers),
                                     None if deadline is None
