@@ -1,8 +1,10 @@
 """The ``faastlane`` command: thin commands over compose/validate/run.
 
-Exit codes: 0 success; 1 an invalid workflow or a failed execution (whose
-``{"Error", "Cause"}`` is printed on stdout, as Step Functions reports it); 2 bad usage
-or input (one line on stderr, no traceback unless ``--debug``).
+Exit codes: 0 success; 1 a failed execution (whose ``{"Error", "Cause"}`` is printed on
+stdout, as Step Functions reports it), or problems found by ``validate``; 2 bad usage or
+input (one line on stderr, no traceback unless ``--debug``); 3 a workflow refused as
+invalid (every problem listed on stderr); 128 + N stopped by signal N (SIGINT: 130), after
+stopping every process the command started and removing its temporary files.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from faastlane.deploy.commands import COMMANDS as DEPLOY_COMMANDS
 from faastlane.deploy.commands import register as register_deploy
 from faastlane.inspect.commands import COMMANDS as INSPECT_COMMANDS
 from faastlane.inspect.commands import register as register_inspect
+from faastlane.runtime.platforms import shutdown
 
 from . import __version__
 from .cli_options import add_input, add_planning, planning, read_input
@@ -40,7 +43,8 @@ def _plugins() -> list:
     return [entry.load() for entry in entry_points(group=PLUGIN_GROUP)]
 
 
-def _parser(plugins: list) -> argparse.ArgumentParser:
+def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The CLI's parser, and each command's own parser (its usage for its errors)."""
     parser = argparse.ArgumentParser(
         prog="faastlane",
         description="Compose a Step Functions workflow of Python functions into one "
@@ -70,7 +74,10 @@ def _parser(plugins: list) -> argparse.ArgumentParser:
         "run", help="compose and run a workflow locally",
         description="Compose APP and run one execution on this machine. Prints the output "
                     "JSON on stdout (exit 0), or {\"Error\", \"Cause\"} of a failed "
-                    "execution (exit 1). Functions' own output goes to stderr.")
+                    "execution (exit 1; stderr names the failing state). A workflow refused "
+                    "as invalid exits 3, bad usage 2. Functions' own output goes to stderr. "
+                    "Example: faastlane run examples/finra --input-file "
+                    "examples/finra/input.json")
     run.add_argument("app", metavar="APP", help="the app folder")
     add_input(run)
     run.add_argument("--trace", action="store_true",
@@ -82,7 +89,10 @@ def _parser(plugins: list) -> argparse.ArgumentParser:
     register_inspect(commands)
     for plugin in plugins:
         plugin.register(commands)
-    return parser
+    for command in commands.choices.values():  # --debug before or after the command
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show tracebacks")
+    return parser, commands.choices
 
 
 def _print_problems(problems: list, stream) -> None:
@@ -118,11 +128,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         input_file = os.path.join(scratch, "input.json")
         with open(input_file, "w", encoding="utf-8") as handle:
             handle.write(text)
-        command = [sys.executable, out, "--input-file", input_file]
+        command = [sys.executable, out, "--input-file", input_file,
+                   "--source-root", os.path.abspath(args.app)]
         if args.trace:
             command.append("--trace")
         # The composed action is its own program: the same one OpenWhisk or Lambda loads.
-        code = subprocess.call(command)
+        code = _run_action(command)
     if code in (0, 1, 2):
         return code
     # The Orchestrator itself died (a function crashed the shared process, say): report
@@ -133,16 +144,61 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1
 
 
+class Interrupted(Exception):
+    """SIGTERM or SIGHUP: unwinds like Ctrl-C, so that temporary files are removed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _interrupted(signum: int, _frame: object) -> None:
+    raise Interrupted(signum)
+
+
+def _run_action(command: list[str]) -> int:
+    """Run the composed action; if this command is stopped, stop it and its children."""
+    process = subprocess.Popen(command)
+    try:
+        return process.wait()
+    except BaseException:
+        _stop(process)
+        raise
+
+
+def _stop(process: subprocess.Popen, grace_seconds: float = 5.0) -> None:
+    """SIGTERM the Orchestrator (its handler stops what it started); whatever is left
+    after the grace period is killed, its descendants first."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(grace_seconds)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    for pid in [*shutdown.descendants(process.pid), process.pid]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.wait()
+
+
 _COMMANDS: dict[str, Handler] = {"validate": cmd_validate, "compose": cmd_compose,
                                   "run": cmd_run, **DEPLOY_COMMANDS, **INSPECT_COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     plugins = _plugins()
-    args = _parser(plugins).parse_args(argv)
+    parser, commands = _parser(plugins)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the command's own usage, not the top-level one
+        commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     handlers = dict(_COMMANDS)
     for plugin in plugins:
         handlers.update(plugin.COMMANDS)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupted)
     try:
         return handlers[args.command](args)
     except InvalidWorkflow as exc:
@@ -155,7 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"faastlane: error: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:
-        return 130
+        sys.stderr.write("faastlane: interrupted\n")
+        return 128 + signal.SIGINT
+    except Interrupted as exc:
+        sys.stderr.write(f"faastlane: stopped by {exc}\n")
+        return 128 + exc.signum
 
 
 if __name__ == "__main__":

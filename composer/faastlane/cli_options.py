@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from faastlane.runtime.options import ISOLATION_MODES
@@ -40,12 +41,15 @@ def planning(args: argparse.Namespace) -> dict[str, Any]:
 def add_input(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--input", metavar="JSON", help="the execution input (default {})")
-    source.add_argument("--input-file", metavar="F", help="a file holding the input JSON")
+    source.add_argument("--input-file", metavar="F",
+                        help="a file holding the input JSON ('-': standard input)")
 
 
 def read_input(args: argparse.Namespace) -> str:
     """The input text from --input or --input-file, checked to be JSON."""
-    if args.input_file:
+    if args.input_file == "-":
+        text, where = sys.stdin.read(), "the input on stdin"
+    elif args.input_file:
         try:
             with open(args.input_file, encoding="utf-8") as handle:
                 text = handle.read()

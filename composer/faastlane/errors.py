@@ -16,9 +16,10 @@ class AppError(FaastlaneError):
 
 
 class InvalidWorkflow(FaastlaneError):
-    """The workflow or its app has problems; every one is listed."""
+    """The workflow or its app has problems; every one is listed. Exit code 3, so that
+    scripts can tell a refused workflow (3) from a failed execution (1)."""
 
-    exit_code = 1
+    exit_code = 3
 
     def __init__(self, problems: list[Problem], source: str = "workflow.json") -> None:
         super().__init__(f"{len(problems)} problem(s) in {source}")

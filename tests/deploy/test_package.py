@@ -92,5 +92,5 @@ def test_an_invalid_workflow_lists_its_problems(tmp_path: Path):
     app = write_small_app(tmp_path / "app")
     (app / "workflow.json").write_text('{"StartAt": "Nowhere", "States": {}}')
     done = faastlane("package", str(app), "--target", "openwhisk", "-o", str(tmp_path / "a.zip"))
-    assert done.code == 1
+    assert done.code == 3  # a workflow refused as invalid (the CLI contract)
     assert "/StartAt" in done.stderr

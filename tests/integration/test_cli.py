@@ -102,7 +102,7 @@ def test_validate_lists_every_problem_with_pointers_and_run_refuses(app_dir: Pat
     assert {"/States/First/Resource", "/States/First/Next", "/States/Orphan",
             "/States/Bad/InputPath"} <= pointers
     refused = faastlane("run", str(app_dir))
-    assert refused.code == 1
+    assert refused.code == 3  # a workflow refused as invalid (the CLI contract)
     assert refused.stdout == ""
     assert "/States/First/Next" in refused.stderr
 

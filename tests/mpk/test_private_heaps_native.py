@@ -98,7 +98,7 @@ def test_protection_domain_wrapper_gives_a_private_heap(runtime: str) -> None:
     repo = HERE.parents[1]
     code = (
         f"import sys; sys.path.insert(0, {str(repo / 'composer')!r})\n"
-        "from faastlane.runtime import domains\n"
+        "from faastlane.runtime.isolation import domains\n"
         "d = domains.ProtectionDomain('f', private_heap=True)\n"
         "plain = domains.ProtectionDomain('g')\n"
         "print(d.private_heap, plain.private_heap, d.heap_stats()['arenas'])\n"

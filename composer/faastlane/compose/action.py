@@ -34,6 +34,7 @@ from faastlane.inspect.shipment import app_waivers, inspect_shipment
 from faastlane.runtime.asl.model import JSONATA, Machine, machine_from_asl, walk_states
 from faastlane.runtime.options import Options
 
+from . import output
 from .app import FUNCTIONS_DIR, WORKFLOW_FILE, App, load_app
 from .codegen import render
 from .plan import choose_isolation, make_options, make_plan
@@ -117,11 +118,16 @@ def prepare(app_path: str, isolation: str | None = None, vcpus: int | None = Non
 
 
 def write_action(composition: Composition, out_dir: str) -> str:
-    """Write the action folder; returns its path."""
+    """Write the action folder whole; returns its path. An existing ``out_dir`` is
+    replaced only when it is an earlier action and nothing else (:mod:`output`)."""
     app = composition.app
-    os.makedirs(out_dir, exist_ok=True)
-    for stale in (RUNTIME_PACKAGE, FUNCTIONS_DIR, JSONATA_PACKAGE):
-        shutil.rmtree(os.path.join(out_dir, stale), ignore_errors=True)
+    return output.write_into(out_dir, app.root, os.path.join(app.root, FUNCTIONS_DIR),
+                             lambda stage: _build(composition, stage))
+
+
+def _build(composition: Composition, out_dir: str) -> None:
+    """Every file of the action, into the (new, empty) folder ``out_dir``."""
+    app = composition.app
     shutil.copytree(_RUNTIME_SOURCE, os.path.join(out_dir, RUNTIME_PACKAGE),
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     if uses_jsonata(composition.workflow):
@@ -144,7 +150,6 @@ def write_action(composition: Composition, out_dir: str) -> str:
     # Native code the action ships (a function's .so) must not change PKRU: records
     # inspection.json and fails on an unwaived finding (faastlane.inspect).
     inspect_shipment(out_dir, app_waivers(app.settings.inspector_waivers))
-    return out_dir
 
 
 def uses_jsonata(workflow: Machine) -> bool:

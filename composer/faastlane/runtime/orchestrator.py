@@ -35,6 +35,7 @@ class Result:
     output: Any = None
     error: str | None = None
     cause: str | None = None
+    state: str | None = None  # the (innermost) state a failed execution failed in
 
     def to_json(self) -> Any:
         """The output, or ``{"Error", "Cause"}`` of a failed execution."""
@@ -90,7 +91,7 @@ class Orchestrator:
         try:
             output = run_machine(self.workflow, execution_input, execution)
         except StatesError as err:
-            return Result(FAILED, error=err.error, cause=err.cause)
+            return Result(FAILED, error=err.error, cause=err.cause, state=err.state)
         return Result(SUCCEEDED, output=output)
 
     def close(self) -> None:

@@ -37,11 +37,17 @@ class StatesError(Exception):
         super().__init__(f"{error}: {cause}" if cause else str(error))
         self.error = error  # None only for a Fail state that names no Error
         self.cause = cause  # None when nothing gave one (Step Functions omits it)
+        self.state: str | None = None  # the innermost state it failed, once known
 
     def to_json(self) -> dict[str, str]:
         """The ``{"Error", "Cause"}`` object of a failed execution (and of ``Catch``);
         an absent error or cause is left out, as Step Functions leaves it out."""
         return error_object(self.error, self.cause)
+
+
+def unexpected_cause(exc: BaseException) -> str:
+    """The cause of a States.Runtime error made of an exception nobody expected."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def error_object(error: str | None, cause: str | None) -> dict[str, str]:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from ..asl.errors import TIMEOUT, StatesError
+from ..asl.errors import RUNTIME, TIMEOUT, StatesError, unexpected_cause
 from ..asl.jsonvalue import detach
 from ..asl.model import PROCESS, THREAD
 from ..asl.variables import Variables
@@ -280,6 +280,9 @@ def run_on_threads(work: Sequence[Callable[[], Any]], limit: int,
                 outcomes[index] = Outcome(value=detach(work[index]()))
             except StatesError as exc:
                 outcomes[index] = Outcome(error=exc)
+                failed.set()
+            except Exception as exc:  # noqa: BLE001 - an engine fault fails the branch
+                outcomes[index] = Outcome(error=StatesError(RUNTIME, unexpected_cause(exc)))
                 failed.set()
 
     threads = [threading.Thread(target=worker, daemon=True)

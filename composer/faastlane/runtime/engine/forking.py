@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..asl.errors import TIMEOUT, StatesError
+from ..asl.errors import RUNTIME, TIMEOUT, StatesError, unexpected_cause
 from . import fault_reports, trace
 from .functions import EXIT_ERROR
 
@@ -72,6 +72,8 @@ def _run_child(write_fd: int, jobs: list[int], work: Sequence[Callable[[], Any]]
                     message = {"i": index, "value": work[index]()}
                 except StatesError as exc:
                     message = {"i": index, "error": exc.error, "cause": exc.cause}
+                except Exception as exc:  # noqa: BLE001 - an engine fault: the job's error
+                    message = {"i": index, "error": RUNTIME, "cause": unexpected_cause(exc)}
                 except BaseException as exc:  # noqa: BLE001 - reported to the parent
                     message = {"i": index, "error": EXIT_ERROR,
                                "cause": f"{type(exc).__name__}: {exc}"}

@@ -30,6 +30,27 @@ MARSHAL_ERROR = "Runtime.MarshalError"
 _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+# The app folder a local run was composed from (``faastlane run``): stack traces then name
+# the user's own files, not the temporary action folder's copies of them.
+_SOURCE_ROOT: str | None = None
+_ACTION_ROOT = ""
+
+
+def show_sources_from(app_root: str) -> None:
+    """Make stack traces name ``app_root``'s files (the action's root is this runtime's
+    parent folder)."""
+    global _SOURCE_ROOT, _ACTION_ROOT
+    _SOURCE_ROOT = os.path.abspath(app_root)
+    _ACTION_ROOT = os.path.dirname(_RUNTIME_DIR.rstrip(os.sep)) + os.sep
+
+
+def _source_of(filename: str) -> str:
+    if _SOURCE_ROOT is None or not filename.startswith(_ACTION_ROOT):
+        return filename
+    original = os.path.join(_SOURCE_ROOT, filename[len(_ACTION_ROOT):])
+    return original if os.path.exists(original) else filename
+
+
 @dataclass(frozen=True)
 class FunctionSpec:
     """Where a function's code is, relative to the action folder, and how to call it."""
@@ -93,6 +114,9 @@ def failure(function: str, exc: BaseException, request_id: str) -> StatesError:
     # The stack from the function's entry point down: the runtime's frames are dropped.
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not f.filename.startswith(_RUNTIME_DIR)]
+    if _SOURCE_ROOT is not None:
+        for frame in frames:
+            frame.filename = _source_of(frame.filename)
     return lambda_error(type(exc).__name__, str(exc), request_id,
                         traceback.format_list(frames))
 

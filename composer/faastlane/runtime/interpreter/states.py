@@ -27,6 +27,7 @@ from ..asl.errors import (
     RUNTIME,
     StatesError,
     error_matches,
+    unexpected_cause,
 )
 from ..asl.jsonvalue import compact_json, copy_event, json_type
 from ..asl.model import (
@@ -73,11 +74,18 @@ _RUNTIME_PREFIX = "An error occurred while executing the state"
 
 
 def _named(err: BaseException, state: State, event_id: int) -> BaseException:
-    """Step Functions names the state in which a States.Runtime error happened."""
+    """The error ``state`` fails with: an unexpected exception (an engine bug, a
+    RecursionError on deep data) is a States.Runtime error with a cause, never a crash;
+    Step Functions names the state in which a States.Runtime error happened; and the
+    error remembers the innermost state it failed, for the run's report."""
+    if isinstance(err, Exception) and not isinstance(err, StatesError):
+        err = StatesError(RUNTIME, unexpected_cause(err))
     if (isinstance(err, StatesError) and err.error == RUNTIME
             and not (err.cause or "").startswith(_RUNTIME_PREFIX)):
-        return StatesError(RUNTIME, f"{_RUNTIME_PREFIX} '{state.name}' (entered at the "
-                                    f"event id #{event_id}). {err.cause}")
+        err = StatesError(RUNTIME, f"{_RUNTIME_PREFIX} '{state.name}' (entered at the "
+                                   f"event id #{event_id}). {err.cause}")
+    if isinstance(err, StatesError) and err.state is None:
+        err.state = state.name
     return err
 
 
@@ -97,7 +105,7 @@ def _run_state(state: State, data: Any, execution: Execution) -> Transition:
     event_id = execution.enter_state(state)
     try:
         return _EXECUTORS[type(state)](state, data, execution)
-    except StatesError as err:
+    except Exception as err:  # noqa: BLE001 - every failure becomes the state's ASL error
         named = _named(err, state, event_id)
         if named is err:
             raise

@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..asl.errors import TIMEOUT, StatesError
+from ..asl.errors import RUNTIME, TIMEOUT, StatesError, unexpected_cause
 from ..asl.model import Machine, Map, Parallel, State, Task, walk_states
 from ..asl.variables import Variables, encoded_size
 from ..engine import trace
@@ -254,6 +254,9 @@ class ForkPool:
                         message = {"i": job["i"], "value": self._run_job(ctx, job)}
                     except StatesError as exc:
                         message = {"i": job["i"], "error": exc.error, "cause": exc.cause}
+                    except Exception as exc:  # noqa: BLE001 - an engine fault: the job's error
+                        message = {"i": job["i"], "error": RUNTIME,
+                                   "cause": unexpected_cause(exc)}
                     except BaseException as exc:  # noqa: BLE001 - reported to the parent
                         message = {"i": job["i"], "error": EXIT_ERROR,
                                    "cause": f"{type(exc).__name__}: {exc}"}

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..asl.errors import TIMEOUT, StatesError
+from ..asl.errors import RUNTIME, TIMEOUT, StatesError, unexpected_cause
 from ..asl.model import Machine, State
 from ..engine import trace
 from ..engine.forking import Outcome, run_forked
@@ -230,8 +230,8 @@ class Spiller:
             except StatesError as err:
                 answers[k] = Outcome(error=err)
             except Exception as err:  # noqa: BLE001 - becomes the group's ASL error
-                answers[k] = Outcome(error=StatesError(EXIT_ERROR, f"{describe(jobs[0])}: "
-                                                                   f"{err!r}"))
+                answers[k] = Outcome(error=StatesError(
+                    RUNTIME, f"{describe(jobs[0])}: {unexpected_cause(err)}"))
 
         threads = [threading.Thread(target=await_group, args=(k,), daemon=True,
                                     name=f"faastlane-group-{k}") for k in range(len(remote))]

@@ -16,10 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..asl.errors import error_object
-from ..engine import fault_reports, trace
+from ..engine import fault_reports, functions, trace
 from ..isolation import domains
 from ..options import ISOLATION_MODES, MPK, PARALLEL_PROCESSES, PARALLEL_THREADS
-from ..orchestrator import SUCCEEDED, Orchestrator, load_options
+from ..orchestrator import SUCCEEDED, Orchestrator, Result, load_options
+from . import shutdown
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="run every function in its own process (the -P variant)")
     parser.add_argument("--trace", action="store_true",
                         help="write a per-state timeline to standard error")
+    parser.add_argument("--source-root", metavar="APP",
+                        help="the app folder this action was composed from: stack traces "
+                             "name its files (faastlane run passes it)")
     return parser
 
 
@@ -65,7 +69,10 @@ def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int
     """Run one execution; ``load`` builds the Orchestrator (importing every function)
     after standard output has been handed to standard error, so that even a function's
     module-level prints cannot mix with the result."""
+    shutdown.install()
     args = _parser().parse_args(argv)
+    if args.source_root:
+        functions.show_sources_from(args.source_root)
     execution_input = read_input(args)
     result_fd = os.dup(1)
     sys.stdout.flush()
@@ -118,7 +125,27 @@ def _run(load: Callable[[], Orchestrator], args: argparse.Namespace, execution_i
             header["mpk_malloc"] = "routed" if malloc_routed() else "shared"
         trace.write(sys.stderr, header, trace.take())
     _write_result(result_fd, result.to_json())
+    if result.status != SUCCEEDED:
+        _report_failure(result)
     return 0 if result.status == SUCCEEDED else 1
+
+
+def _report_failure(result: Result) -> None:
+    """Say on stderr, for a person, which state failed and why: the result on stdout
+    keeps Step Functions' shape (a Lambda error's cause is JSON inside a string)."""
+    where = f" in state '{result.state}'" if result.state else ""
+    try:
+        document = json.loads(result.cause or "")
+    except ValueError:
+        document = None
+    if isinstance(document, dict) and "errorMessage" in document:
+        message = f"{document.get('errorType', result.error)}: {document['errorMessage']}"
+        stack = "".join(document.get("stackTrace") or [])
+    else:
+        message, stack = f"{result.error}: {result.cause or ''}".rstrip(": "), ""
+    sys.stderr.write(f"faastlane: the execution failed{where}: {message}\n")
+    if stack:
+        sys.stderr.write("Traceback (the function's frames):\n" + stack)
 
 
 def _write_result(result_fd: int, value: Any) -> None:
