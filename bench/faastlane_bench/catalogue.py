@@ -10,7 +10,6 @@ with payloads of 1 KB, 100 KB and 1 MB.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -153,13 +152,6 @@ def systems_for(workload: Workload, with_baselines: bool = True,
         systems.append(SystemSpec(BASELINE_OPENWHISK, "openwhisk"))
         systems.append(SystemSpec(BASELINE_STEP_FUNCTIONS, "stepfunctions"))
     return systems
-
-
-def cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def comparable(app_name: str, output: Any) -> Any:

@@ -1,4 +1,5 @@
-"""``faastlane bench`` and ``faastlane cost``: registered into the CLI by ``cli.py``."""
+"""``faastlane bench`` and ``faastlane cost``: added to the ``faastlane`` CLI through the
+entry-point group ``faastlane.commands`` (``bench/setup.py``), which ``faastlane.cli`` loads."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def register(commands: Any) -> None:
     cost = commands.add_parser(
         "cost", help="dollar cost per execution: Step Functions vs one Faastlane Lambda",
         description="Price each benchmarked workflow with AWS's published prices "
-                    "(composer/faastlane/bench/prices.json): on Step Functions (Standard and "
+                    "(bench/faastlane_bench/prices.json): on Step Functions (Standard and "
                     "Express) with one Lambda per function, and as one Faastlane Lambda, "
                     "using the durations measured by `faastlane bench`.")
     cost.add_argument("--results", type=Path, default=DEFAULT_RESULTS / "results.json",
@@ -111,7 +112,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             written += plots.plot_all(document, output)
         except ImportError:
             sys.stderr.write("faastlane: matplotlib is not installed: no plots "
-                             "(pip install -e '.[bench]')\n")
+                             "(pip install -e ./bench)\n")
     for path in written:
         print(path)
     disagree = [w["name"] for w in document["workloads"] if not w["outputs_agree"]]

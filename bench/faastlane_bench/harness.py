@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from faastlane.runtime.cpus import affinity_cpus
+
 from . import machine, procstats, stats
 from .catalogue import (
     BASELINE_OPENWHISK,
@@ -35,15 +37,15 @@ from .catalogue import (
     Workload,
     comparable,
     contains,
-    cpu_count,
     example_workloads,
     finra_scalability,
     handoff_workloads,
     systems_for,
 )
 from .local_aws import local_aws
+from .systems.base import RunResult
 from .timeline import breakdown, group_handoffs, handoffs
-from .worker import RunResult, WorkerClient
+from .worker import WorkerClient
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ class Progress:
         self.stream.flush()
 
 
-def _load(path: str | None) -> Any:
+def load_json(path: str | None) -> Any:
     if path is None:
         return None
     with open(path, encoding="utf-8") as handle:
@@ -93,7 +95,7 @@ class SystemRun:
         self.worker_spec = {"system": spec.kind, "app": workload.app,
                             "inputs": {"main": workload.input_file},
                             "planning": spec.planning,
-                            "pool_size": config.pool_size or cpu_count()}
+                            "pool_size": config.pool_size or affinity_cpus()}
         self.log = log
         self.worker = WorkerClient(self.worker_spec, log)
         self.samples: list[dict[str, Any]] = []
@@ -120,7 +122,7 @@ class SystemRun:
 def _check_outputs(runs: list[SystemRun], workload: Workload, together: bool) -> None:
     """Every system's output against the expected one and Faastlane-NS's; ``together``
     runs the systems at once (a smoke run: nothing is timed here)."""
-    expected = _load(workload.expected_file)
+    expected = load_json(workload.expected_file)
     app = Path(workload.app).name
     reference: RunResult | None = None
     with ThreadPoolExecutor(max_workers=len(runs) if together else 1) as checker:
@@ -144,7 +146,7 @@ def _check_outputs(runs: list[SystemRun], workload: Workload, together: bool) ->
 def _throughput(run: SystemRun, config: Config) -> dict[str, Any]:
     """Requests per minute with ``clients`` concurrent clients, warm: each client sends
     requests back to back until ``throughput_seconds`` have passed (at least one)."""
-    clients = config.clients or cpu_count()
+    clients = config.clients or affinity_cpus()
     workers = [run.worker]
     if not run.spec.is_baseline:
         # Faastlane: one container per concurrent request, as the platform would scale it.

@@ -7,6 +7,8 @@ import platform
 import sys
 from typing import Any
 
+from faastlane.runtime.cpus import affinity_cpus
+
 
 def _cpu_model() -> str:
     try:
@@ -42,14 +44,10 @@ def _memory_mb() -> int:
 
 
 def describe() -> dict[str, Any]:
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count() or 1
     return {
         "cpu_model": _cpu_model(),
         "logical_cpus": os.cpu_count(),
-        "usable_cpus": usable,
+        "usable_cpus": affinity_cpus(),
         "memory_mb": _memory_mb(),
         "mpk": "pku" in _cpu_flags(),
         "kernel": platform.release(),

@@ -12,7 +12,7 @@ systems run the same FINRA inputs, interleaved round by round (A, B, C, ... rota
 ``Faastlane auto (M)``      the same action, the default ``FAASTLANE_SPILL=auto``: the
                             Orchestrator times its rounds and uses only the containers
                             that pay by the hand-off costs in plan.json.
-``OpenWhisk-style``         one action per function (``openwhisk_baseline``), M containers
+``OpenWhisk-style``         one action per function (``systems/openwhisk.py``), M containers
                             of ``v`` vCPUs per function: the controller's concurrent
                             activations of RunAuditRule spread over them.
 
@@ -23,7 +23,6 @@ bench/results/placement/README.md for why not Docker containers for the sweep.
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import os
@@ -35,24 +34,33 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from faastlane.runtime.cpus import affinity_cpus
 from faastlane.runtime.parallel.invokers import OpenWhiskInvoker
 
 from . import machine, stats
-from .action_pool import ActionProcess
-from .catalogue import EXAMPLES, REPOSITORY, comparable, contains, cpu_count
-from .harness import Progress
-from .spill_platform import AUTH, Controller
-from .worker import RunResult, WorkerClient
+from .catalogue import (
+    EXAMPLES,
+    FINRA_RULES,
+    REPOSITORY,
+    Workload,
+    comparable,
+    contains,
+    finra_scalability,
+)
+from .harness import Progress, load_json
+from .systems.action_pool import ActionProcess
+from .systems.base import RunResult
+from .systems.openwhisk_front import AUTH, Controller
+from .worker import WorkerClient
 
 FINRA = EXAMPLES / "finra"
-RULES = (50, 100, 150, 200)
 ONE = "Faastlane 1 container"
 OPENWHISK = "OpenWhisk-style"
 
 
 @dataclass(frozen=True)
 class Config:
-    rules: tuple[int, ...] = RULES
+    rules: tuple[int, ...] = FINRA_RULES
     vcpus: tuple[int, ...] = (1, 2)
     spill_to: tuple[int, ...] = (2, 4)  # containers in all, this one included
     rounds: int = 20
@@ -102,26 +110,11 @@ def systems(vcpus: int, config: Config) -> dict[str, dict[str, Any]]:
     return found
 
 
-def write_inputs(scratch: Path, rules: tuple[int, ...]) -> dict[str, str]:
-    full = json.loads((FINRA / "input-200.json").read_text(encoding="utf-8"))
-    inputs = {}
-    for count in rules:
-        path = scratch / f"finra-{count}.json"
-        path.write_text(json.dumps({**full, "rules": full["rules"][:count]}), encoding="utf-8")
-        inputs[f"finra-{count}"] = str(path)
-    return inputs
-
-
-def expected_output(rules: int) -> Any:
-    name = {50: "expected.json", 200: "expected-200.json"}.get(rules)
-    return json.loads((FINRA / name).read_text(encoding="utf-8")) if name else None
-
-
-def _check(workers: dict[str, WorkerClient], rules: int) -> dict[str, dict[str, Any]]:
+def _check(workers: dict[str, WorkerClient], workload: Workload) -> dict[str, dict[str, Any]]:
     """Every system's output against the one-container Faastlane's and the expected one."""
-    outputs = {name: w.run(f"finra-{rules}", output=True) for name, w in workers.items()}
+    outputs = {name: w.run(workload.name, output=True) for name, w in workers.items()}
     reference = comparable("finra", outputs[ONE].output)
-    expected = expected_output(rules)
+    expected = load_json(workload.expected_file)
     return {name: {"status": r.status,
                    "matches_reference": comparable("finra", r.output) == reference,
                    "matches_expected": None if expected is None
@@ -150,11 +143,7 @@ def profile_platform(vcpus: int, scratch: Path) -> dict[str, Any]:
     try:
         folder = scratch / f"probe-{vcpus}"
         folder.mkdir(exist_ok=True)
-        code = base64.b64encode(targets.probe_zip(str(folder))).decode()
-        status, body = container.post("/init", {"value": {"main": "main", "binary": True,
-                                                          "code": code}})
-        if status != 200:
-            raise RuntimeError(f"the probe's /init failed ({status}): {body}")
+        container.init(targets.probe_zip(str(folder)))
 
         # The Orchestrator's own way of invoking an action: its invoker, over HTTP.
         invoker = OpenWhiskInvoker(controller.url, AUTH, f"/_/{targets.ACTION_NAME}")
@@ -181,7 +170,7 @@ def profile_cache(vcpus: int, scratch: Path) -> tuple[str, dict[str, Any]]:
     return str(folder), measured
 
 
-def run_vcpus(vcpus: int, config: Config, inputs: dict[str, str], progress: Progress,
+def run_vcpus(vcpus: int, config: Config, workloads: list[Workload], progress: Progress,
               log: TextIO, scratch: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Every rule count on every system for one vCPU count (workers started once); and
     the platform's profile the Faastlane actions were planned with."""
@@ -190,17 +179,18 @@ def run_vcpus(vcpus: int, config: Config, inputs: dict[str, str], progress: Prog
     cache, profile = profile_cache(vcpus, scratch)
     progress.say(f"{vcpus} vCPU: hand-off costs {profile['handoff']}")
     env = dict(os.environ, FAASTLANE_CACHE=cache)
+    inputs = {workload.name: workload.input_file for workload in workloads}
     try:
         for name, spec in systems(vcpus, config).items():
             progress.say(f"{vcpus} vCPU: starting {name}")
             workers[name] = WorkerClient({**spec, "inputs": inputs}, log, env=env)
         points = []
-        for rules in config.rules:
-            key = f"finra-{rules}"
+        for workload in workloads:
+            key, rules = workload.name, workload.size
             for worker in workers.values():
                 for _ in range(config.warmup):
                     worker.run(key, traced=False)
-            checks = _check(workers, rules)
+            checks = _check(workers, workload)
             samples: dict[str, list[RunResult]] = {name: [] for name in workers}
             names = list(workers)
             for index in range(config.rounds):
@@ -237,15 +227,16 @@ def run(config: Config, progress_stream: TextIO = sys.stderr) -> dict[str, Any]:
     began = datetime.now(UTC)
     document: dict[str, Any] = {"figure": "placement", "machine": machine.describe(),
                                 "revision": _revision(),
-                                "config": {**config.__dict__, "usable_cpus": cpu_count()},
+                                "config": {**config.__dict__, "usable_cpus": affinity_cpus()},
                                 "started": began.isoformat(timespec="seconds"),
                                 "points": []}
     with tempfile.TemporaryDirectory(prefix="faastlane-bench-placement-") as scratch, \
             open(Path(scratch) / "workers.log", "w", encoding="utf-8") as log:
-        inputs = write_inputs(Path(scratch), config.rules)
+        workloads = finra_scalability(Path(scratch), config.rules)
         document["profiles"] = {}
         for vcpus in config.vcpus:
-            points, profile = run_vcpus(vcpus, config, inputs, progress, log, Path(scratch))
+            points, profile = run_vcpus(vcpus, config, workloads, progress, log,
+                                        Path(scratch))
             document["points"] += points
             document["profiles"][str(vcpus)] = profile
     document["duration_s"] = (datetime.now(UTC) - began).total_seconds()

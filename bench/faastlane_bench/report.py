@@ -119,9 +119,9 @@ def markdown(document: dict[str, Any]) -> str:
              f"Run started {document['started']}, took {document.get('duration_s', 0):.0f} s; "
              f"configuration: `{json.dumps(document['config'])}`.", "",
              "All times in ms, medians unless marked p99. Interaction = end-to-end minus the "
-             "time any function was running (see `composer/faastlane/bench/timeline.py`). "
+             "time any function was running (see `bench/faastlane_bench/timeline.py`). "
              "Ratios compare systems measured in the same run, interleaved.", "",
-             "## Issue 9's goals", "", goals_markdown(document.get("goals", []))]
+             "## Performance goals", "", goals_markdown(document.get("goals", []))]
     for workload in document["workloads"]:
         lines += [f"## {workload['name']} ({workload['group']})", "",
                   "| system | n | end-to-end | p99 | compute | external | interaction | "
@@ -201,7 +201,9 @@ def _comparison(workload: dict[str, Any], ours: str, baseline: str) -> dict[str,
 
 
 def goals(document: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 9's goals, each with what this run measured and whether it was met."""
+    """The performance goals (hand-off time, interaction latency, end-to-end speed-up and
+    throughput against the OpenWhisk-style baseline, processes against threads, and
+    reproducibility), each with what this run measured and whether it was met."""
     rows: list[dict[str, Any]] = []
 
     def add(goal: str, target: str, measured: float, met: bool, unit: str = "") -> None:

@@ -1,8 +1,9 @@
 """Worker processes: each system under test runs in its own process tree.
 
-The harness starts ``python -m faastlane.bench.worker SPEC_JSON``; the worker builds the
-system (a Faastlane action, the OpenWhisk-style controller and its action processes, or
-moto's Step Functions engine), loads the app's inputs once, and answers requests, one
+The harness starts ``python -m faastlane_bench.worker SPEC_JSON``; the worker builds the
+system of ``faastlane_bench.systems`` the spec names (a Faastlane action, the
+OpenWhisk-style controller and its action processes, moto's Step Functions engine, or
+Faastlane on several containers), loads the app's inputs once, and answers requests, one
 JSON line each way. Requests may overlap (throughput runs): each is served on its own
 thread and answered with its ``id``. Responses go to a private pipe, because the
 functions' own prints (fd 1) belong on standard error, as on a real platform.
@@ -17,58 +18,25 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
-from .timeline import Span
-
-
-@dataclass
-class RunResult:
-    """One workflow execution as a system reports it."""
-
-    status: str
-    output: Any
-    start: float  # wall clock, time.time()
-    end: float
-    spans: list[Span] = field(default_factory=list)
-    external: list[tuple[float, float]] = field(default_factory=list)
-    states: int = 0  # states entered (Step Functions bills these as transitions)
-
-    def to_json(self, with_output: bool) -> dict[str, Any]:
-        return {"status": self.status, "output": self.output if with_output else None,
-                "start": self.start, "end": self.end,
-                "spans": [[s.function, s.start, s.end] for s in self.spans],
-                "external": self.external, "states": self.states}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "RunResult":
-        return cls(data["status"], data["output"], data["start"], data["end"],
-                   [Span(*s) for s in data["spans"]], [tuple(e) for e in data["external"]],
-                   data.get("states", 0))
-
-
-class System(Protocol):
-    """What a worker serves: run one execution (traced or not), and shut down."""
-
-    def run(self, execution_input: Any, traced: bool) -> RunResult: ...
-
-    def close(self) -> None: ...
+from .systems.base import RunResult, System
 
 
 def build_system(spec: dict[str, Any]) -> System:
+    """The system ``spec["system"]`` names (a worker imports only its own system's module)."""
     kind = spec["system"]
     if kind == "faastlane":
-        from .faastlane_system import FaastlaneSystem
+        from .systems.faastlane import FaastlaneSystem
         return FaastlaneSystem(spec)
     if kind == "openwhisk":
-        from .openwhisk_baseline import OpenWhiskSystem
+        from .systems.openwhisk import OpenWhiskSystem
         return OpenWhiskSystem(spec)
     if kind == "faastlane-containers":
-        from .spill_platform import SpillingSystem
+        from .systems.spilling import SpillingSystem
         return SpillingSystem(spec)
     if kind == "stepfunctions":
-        from .stepfunctions_baseline import StepFunctionsSystem
+        from .systems.step_functions import StepFunctionsSystem
         return StepFunctionsSystem(spec)
     raise ValueError(f"unknown system {kind!r}")
 

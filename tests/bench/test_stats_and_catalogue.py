@@ -5,7 +5,7 @@ import math
 
 import pytest
 from faastlane_bench import catalogue, stats
-from faastlane_bench.stepfunctions_baseline import lambda_arns
+from faastlane_bench.systems.step_functions import lambda_arns
 
 
 def test_percentile_is_nearest_rank():

@@ -1,13 +1,14 @@
 """The OpenWhisk-style baseline: a controller following the ASL, one action per function.
 
-The controller runs the workflow with Faastlane's own state engine (``runtime.states``:
-the same ASL semantics, so outputs are comparable), through an :class:`Execution` whose
-:meth:`call_function` is an activation instead of a local call: the event is serialised
-to JSON and POSTed to ``/run`` of a warm action process of that function
-(:mod:`.action_pool`); its JSON result comes back the same way. Parallel branches and Map
-iterations are concurrent activations (controller threads, waiting on HTTP), limited by
-the containers available. An activation carries at most 1 MB, OpenWhisk's default
-payload limit: larger parts of the state go through S3 as claim checks.
+The controller runs the workflow with Faastlane's own state engine
+(``runtime/interpreter/states.py``: the same ASL semantics, so outputs are comparable),
+through an :class:`Execution` whose :meth:`call_function` is an activation instead of a
+local call: the event is serialised to JSON and POSTed to ``/run`` of a warm action
+process of that function (:mod:`.action_pool`); its JSON result comes back the same way.
+Parallel branches and Map iterations are concurrent activations (controller threads,
+waiting on HTTP), limited by the containers available. An activation carries at most
+1 MB, OpenWhisk's default payload limit: larger parts of the state go through S3 as
+claim checks.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from faastlane.runtime.interpreter.states import run_machine
 from faastlane.runtime.options import NONE, PARALLEL_THREADS, Options
 from faastlane.runtime.orchestrator import FAILED, SUCCEEDED, Result
 
-from . import claimcheck
+from .. import claimcheck
+from ..timeline import Span
 from .action_pool import ActionPool
-from .timeline import Span
-from .worker import RunResult
+from .base import RunResult
 
 # Activations of parallel work are controller threads; containers bound the concurrency.
 CONTROLLER_OPTIONS = Options(isolation=NONE, parallel=PARALLEL_THREADS)

@@ -19,9 +19,9 @@ from typing import Any
 
 from faastlane.compose.action import prepare, write_action
 
-from . import external_calls
-from .timeline import spans_from_records
-from .worker import RunResult
+from .. import external_calls
+from ..timeline import spans_from_records
+from .base import RunResult
 
 
 class FaastlaneSystem:

@@ -2,8 +2,9 @@
 
 The action's ``__main__.py`` (written by :mod:`.action_pool`) builds a
 :class:`FunctionAction` and exports its :meth:`~FunctionAction.main`. The function is
-loaded and called by the same code Faastlane uses (``runtime.functions``: a real Lambda
-``context``, Lambda's error shape), so the baselines and Faastlane run identical user code.
+loaded and called by the same code Faastlane uses (``runtime/engine/functions.py``: a
+real Lambda ``context``, Lambda's error shape), so the baselines and Faastlane run
+identical user code.
 Around it, the action does what a deployment with a payload limit must do: fetch the parts
 of its event that arrived as S3 claim checks, and move a too-large result to S3.
 
@@ -22,7 +23,7 @@ from typing import Any
 from faastlane.runtime.asl.errors import StatesError
 from faastlane.runtime.engine.functions import FunctionRegistry, FunctionSpec
 
-from . import claimcheck, external_calls
+from .. import claimcheck, external_calls
 
 SPEC_FILE = "bench_function.json"
 

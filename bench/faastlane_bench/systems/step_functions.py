@@ -23,10 +23,10 @@ from faastlane.compose.app import load_app
 from faastlane.runtime.asl.resources import LAMBDA_INVOKE, function_name_of
 from faastlane.runtime.orchestrator import FAILED, SUCCEEDED, Result
 
-from . import claimcheck
+from .. import claimcheck
+from ..timeline import Span
 from .action_pool import ActionPool
-from .timeline import Span
-from .worker import RunResult
+from .base import RunResult
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account, the one the examples' ARNs name

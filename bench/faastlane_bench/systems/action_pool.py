@@ -36,7 +36,7 @@ _ENTRY = '''"""OpenWhisk entry of one function, as the benchmark baselines deplo
 
 import os
 
-from faastlane_bench.function_action import FunctionAction
+from faastlane_bench.systems.function_action import FunctionAction
 
 _ACTION = FunctionAction(os.path.dirname(os.path.abspath(__file__)))
 
@@ -70,8 +70,8 @@ class ActionProcess:
         self.log = open(self.log_path, "w+", encoding="utf-8")
         # ``cpus``: the container's cpuset (the server and its launcher child inherit it).
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "faastlane.runtime.platforms.action_server", "--host", "127.0.0.1",
-             "--port", "0", "--root", root],
+            [sys.executable, "-m", "faastlane.runtime.platforms.action_server",
+             "--host", "127.0.0.1", "--port", "0", "--root", root],
             stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL,
             preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus))
         self.port = self._wait_for_port()
@@ -94,26 +94,40 @@ class ActionProcess:
         raise RuntimeError(f"the action server did not start; see {self.log_path}")
 
     def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-        return self.post_raw(path, json.dumps(body).encode())
-
-    def post_raw(self, path: str, data: bytes) -> tuple[int, Any]:
-        self.connection.request("POST", path, body=data,
+        self.connection.request("POST", path, body=json.dumps(body).encode(),
                                 headers={"Content-Type": "application/json"})
         response = self.connection.getresponse()
         return response.status, json.loads(response.read())
 
-    def init(self, action_zip: bytes) -> None:
-        status, body = self.post("/init", {"value": {
-            "main": "main", "binary": True, "code": base64.b64encode(action_zip).decode()}})
+    def init(self, action_zip: bytes, env: dict[str, str] | None = None) -> None:
+        """``/init`` with the action's zip (and ``env``, the action's environment)."""
+        value: dict[str, Any] = {"main": "main", "binary": True,
+                                 "code": base64.b64encode(action_zip).decode()}
+        if env:
+            value["env"] = env
+        status, body = self.post("/init", {"value": value})
         if status != 200:
             raise RuntimeError(f"/init failed ({status}): {body}; see {self.log_path}")
 
+    def activate(self, name: str, value: bytes,
+                 api_key: str | None = None) -> tuple[int, bytes]:
+        """``/run`` of one activation of ``name`` with ``value``, already JSON (the caller
+        encoded it to check its size): the status and the raw answer."""
+        envelope: dict[str, str] = {"activation_id": uuid.uuid4().hex, "namespace": "_",
+                                    "action_name": f"/_/{name}",
+                                    "deadline": str(int((time.time() + 600) * 1000))}
+        if api_key is not None:
+            envelope["api_key"] = api_key
+        self.connection.request(
+            "POST", "/run", body=b'{"value":' + value + b"," + json.dumps(envelope)[1:].encode(),
+            headers={"Content-Type": "application/json"})
+        response = self.connection.getresponse()
+        return response.status, response.read()
+
     def run(self, name: str, value: bytes) -> dict[str, Any]:
-        """``/run`` with ``value``, already JSON: the caller encoded it to check its size."""
-        envelope = json.dumps({"activation_id": uuid.uuid4().hex, "action_name": f"/_/{name}",
-                               "namespace": "_",
-                               "deadline": str(int((time.time() + 600) * 1000))})
-        status, body = self.post_raw("/run", b'{"value":' + value + b"," + envelope[1:].encode())
+        """:meth:`activate`, which must answer with a JSON object."""
+        status, answer = self.activate(name, value)
+        body = json.loads(answer)
         if status != 200 or not isinstance(body, dict):
             raise RuntimeError(f"/run of {name} failed ({status}): {body}")
         return body
