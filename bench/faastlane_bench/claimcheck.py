@@ -15,9 +15,11 @@ import os
 import uuid
 from typing import Any, Protocol
 
+from faastlane.runtime.parallel.invokers import OPENWHISK_PAYLOAD_LIMIT
+
 MARKER = "faastlane-claim-check"
 BUCKET = "faastlane-bench-state"
-OPENWHISK_LIMIT = 1024 * 1024  # OpenWhisk's default maximum activation payload
+OPENWHISK_LIMIT = OPENWHISK_PAYLOAD_LIMIT  # OpenWhisk's default maximum activation payload
 STEP_FUNCTIONS_LIMIT = 256 * 1024  # Step Functions' maximum state / input size
 
 
