@@ -22,6 +22,9 @@ setup(
     package_dir={"": "composer", "faastlane_profiler": "profiler"},
     packages=find_packages("composer") + ["faastlane_profiler"],
     include_package_data=True,
+    # Run-time files that are not Python: the gate's C source, which `faastlane inspect`
+    # compiles (copies of cpython-mpk/Modules/, checked identical by the tests).
+    package_data={"faastlane.inspect": ["gate_source/*.c", "gate_source/*.h"]},
     python_requires=">=3.11",
     # JSONata workflows: the engine is imported only when a state uses JSONata, and
     # `faastlane compose` copies it into those actions (pure Python, Apache-2.0).

@@ -25,6 +25,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from faastlane.checkout import FROM_CHECKOUT, how_to_get_the_runtime, runtime_prefix
 from faastlane.compose.action import RUNTIME_PACKAGE, prepare, write_action
 from faastlane.inspect.shipment import app_waivers, check_trees, inspect_shipment
 from faastlane.inspect.waivers import Waiver
@@ -40,9 +41,6 @@ LAMBDA_RUNTIME = "python3.13"
 CUSTOM_RUNTIME = "provided.al2023"
 LAMBDA_HANDLER = "lambda_function.handler"
 RUNTIME_INTERFACE_CLIENT = "awslambdaric==4.2.2"
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-DEFAULT_PYTHON_PREFIX = os.path.join(_REPO_ROOT, "cpython-mpk", "build")
 
 BOOTSTRAP = """#!/bin/sh
 # AWS Lambda custom runtime of a Faastlane action: the cpython-mpk interpreter in this
@@ -151,11 +149,19 @@ def _tree_size(folder: str) -> int:
 
 
 def _python_prefix(given: str | None) -> str:
-    prefix = os.path.realpath(given or DEFAULT_PYTHON_PREFIX)
+    """--python-prefix, else $FAASTLANE_PYTHON_PREFIX, else a checkout's cpython-mpk/build;
+    an installed faastlane has no runtime of its own to put in the layer."""
+    prefix, source = runtime_prefix(given)
+    if prefix is None:
+        raise RuntimeNotBuilt("--custom-runtime needs the cpython-mpk runtime, which an "
+                              "installed faastlane does not include: "
+                              + how_to_get_the_runtime("--python-prefix DIR"))
     if not os.access(os.path.join(prefix, "bin", "python3"), os.X_OK):
+        fix = "run `make -C cpython-mpk`, or pass --python-prefix" if source == FROM_CHECKOUT \
+            else "build one with `make -C cpython-mpk` in a source checkout of faastlane " \
+                 "(its prefix is cpython-mpk/build)"
         raise RuntimeNotBuilt(f"the cpython-mpk runtime is not built ({prefix}/bin/python3 "
-                              f"is missing): run `make -C cpython-mpk`, or pass "
-                              f"--python-prefix")
+                              f"is missing, from {source}): {fix}")
     return prefix
 
 

@@ -43,8 +43,8 @@ def _add_packaging(parser: argparse.ArgumentParser) -> None:
                         help="Lambda: add a runtime layer (bootstrap + cpython-mpk + "
                              f"awslambdaric) for {bundle.CUSTOM_RUNTIME}")
     parser.add_argument("--python-prefix", metavar="DIR",
-                        help="Lambda custom runtime: the cpython-mpk prefix "
-                             "(default cpython-mpk/build)")
+                        help="Lambda custom runtime: the cpython-mpk prefix (default "
+                             "$FAASTLANE_PYTHON_PREFIX, in a checkout cpython-mpk/build)")
     parser.add_argument("--docker", nargs="?", const="", metavar="BASE",
                         help="OpenWhisk: a Docker (blackbox) action; the requirements go "
                              "into an image built FROM BASE (default: the Faastlane runtime "

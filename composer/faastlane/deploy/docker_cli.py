@@ -25,7 +25,8 @@ def docker(*args: str, timeout: float = 120) -> str:
     """Run ``docker ARGS``; its standard output, or DockerFailed with its error."""
     if shutil.which("docker") is None:
         raise DockerUnavailable("building an image needs Docker: install docker.io and start "
-                                "dockerd (docker/ensure-dockerd.sh does both)")
+                                "dockerd (in a source checkout, docker/ensure-dockerd.sh "
+                                "does both)")
     try:
         done = subprocess.run(["docker", *args], capture_output=True, text=True,
                               timeout=timeout)
@@ -43,7 +44,7 @@ def require_engine() -> None:
         docker("version", "--format", "{{.Server.Version}}", timeout=30)
     except DockerFailed:
         raise DockerUnavailable("the Docker engine is not running: start dockerd "
-                                "(docker/ensure-dockerd.sh)") from None
+                                "(in a source checkout: docker/ensure-dockerd.sh)") from None
 
 
 def image_info(ref: str) -> dict[str, object] | None:

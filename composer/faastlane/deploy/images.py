@@ -24,13 +24,14 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from faastlane.checkout import checkout_file
+
 from . import docker_cli
 from .errors import DeployError
 from .vendoring import cache_root
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-RUNTIME_BUILD = os.path.join(_REPO_ROOT, "docker", "build.sh")
+# Only a source checkout has the script that builds the runtime image (None installed).
+RUNTIME_BUILD = checkout_file("docker", "build.sh")
 RUNTIME_LATEST = "faastlane/runtime:latest"
 RECORD_IN_IMAGE = "/opt/faastlane/inspection.json"
 _PYTHON_PROBE = ("import json, sys, sysconfig; print(json.dumps({'python': sys.executable, "
@@ -84,7 +85,7 @@ def repository(platform: str, app: str) -> str:
 def runtime_image() -> str:
     """The Faastlane runtime image: ``docker/build.sh runtime`` from a source checkout
     (a cache hit when its inputs are unchanged), else a local ``faastlane/runtime``."""
-    if os.access(RUNTIME_BUILD, os.X_OK):
+    if RUNTIME_BUILD and os.access(RUNTIME_BUILD, os.X_OK):
         done = subprocess.run([RUNTIME_BUILD, "runtime"], capture_output=True, text=True,
                               timeout=docker_cli.BUILD_TIMEOUT_S)
         if done.returncode != 0:
@@ -93,9 +94,9 @@ def runtime_image() -> str:
         return done.stdout.strip().splitlines()[-1]
     if docker_cli.image_info(RUNTIME_LATEST):
         return RUNTIME_LATEST
-    raise DeployError("no Faastlane runtime image here: build it with docker/build.sh runtime "
-                      "in a source checkout, or name a base image with Python (--docker IMAGE "
-                      "/ --image IMAGE)")
+    raise DeployError(f"no Faastlane runtime image here ({RUNTIME_LATEST}): build it with "
+                      "docker/build.sh runtime in a source checkout of faastlane, or name a "
+                      "base image with Python (--docker IMAGE / --image IMAGE)")
 
 
 def resolve_base(ref: str | None) -> BaseImage:
@@ -104,8 +105,9 @@ def resolve_base(ref: str | None) -> BaseImage:
     ref = ref or runtime_image()
     info = docker_cli.image_info(ref)
     if info is None:
-        raise DeployError(f"no image {ref} in the local Docker engine: build it "
-                          f"(docker/build.sh runtime) or docker pull it first")
+        raise DeployError(f"no image {ref} in the local Docker engine: build it (the "
+                          f"runtime image: docker/build.sh runtime in a source checkout) "
+                          f"or docker pull it first")
     image_id = str(info["Id"])
     cached = os.path.join(cache_root(), "docker", f"python-{image_id.split(':')[-1][:16]}.json")
     try:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
-from .gate import RUNTIME_PYTHON
+from faastlane.checkout import FROM_CHECKOUT, how_to_get_the_runtime, runtime_prefix
+
+from .errors import InspectionError
 from .scanner import Target, inspect_targets
 from .targets import folder_targets, python_targets, waivers_in
 from .waivers import Waiver
@@ -34,13 +37,36 @@ def register(commands: Any) -> None:
     parser.add_argument("--python", metavar="EXE",
                         help="an interpreter: its binary, lib-dynload, site-packages and "
                              "the system libraries they load (default without PATHs: "
-                             "the cpython-mpk runtime)")
+                             "the cpython-mpk runtime: $FAASTLANE_PYTHON_PREFIX, "
+                             "a checkout's cpython-mpk/build, or this interpreter if it "
+                             "is that runtime)")
     parser.add_argument("--no-system-libraries", action="store_true",
                         help="with --python, leave out libraries outside its prefix")
     parser.add_argument("--waivers", metavar="FILE",
                         help="JSON with an inspector_waivers list, added to those the "
                              "targets carry")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def default_python() -> str:
+    """The cpython-mpk runtime ``faastlane inspect`` looks at without arguments: the
+    prefix named or built (:func:`faastlane.checkout.runtime_prefix`), else this
+    interpreter when it is that runtime; InspectionError (one line) when there is none."""
+    prefix, source = runtime_prefix()
+    if prefix:
+        python = os.path.join(prefix, "bin", "python3")
+        if os.access(python, os.X_OK):
+            return python
+        if source != FROM_CHECKOUT:
+            raise InspectionError(f"no cpython-mpk runtime at {python} ({source})")
+    if "_faastlane" in sys.builtin_module_names:
+        return sys.executable
+    if prefix:
+        raise InspectionError(f"the cpython-mpk runtime is not built ({prefix}/bin/python3 "
+                              f"is missing): run `make -C cpython-mpk`, or name an "
+                              f"interpreter with --python EXE")
+    raise InspectionError("no cpython-mpk runtime to inspect: name an interpreter with "
+                          f"--python EXE or files with PATH, or {how_to_get_the_runtime()}")
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -50,7 +76,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         found, carried = folder_targets(path)
         targets.extend(found)
         waivers.extend(carried)
-    python = args.python or (None if args.paths else RUNTIME_PYTHON)
+    python = args.python or (None if args.paths else default_python())
     if python:
         targets.extend(python_targets(os.path.abspath(python),
                                       not args.no_system_libraries))

@@ -7,7 +7,13 @@ bytes. They come, in this order, from:
 1. ``_faastlane.gate_code()`` when this interpreter is the cpython-mpk runtime;
 2. compiling ``mpk_pkru.c`` with the C compiler, as the runtime build does, and reading
    the bytes between the two symbols from the object file;
-3. asking the built runtime (``cpython-mpk/build/bin/python3``) for ``gate_code()``.
+3. asking the built runtime (``$FAASTLANE_PYTHON_PREFIX/bin/python3``, in a checkout
+   ``cpython-mpk/build/bin/python3``) for ``gate_code()``.
+
+The C file (and the header it includes) is package data, ``gate_source/``, so an
+installed faastlane compiles the same file a checkout has: it is a copy of
+``cpython-mpk/Modules/``, and tests/integration/test_installed_cli.py fails when the two
+differ.
 
 The scanned binaries are never asked: a file could define a symbol of that name around
 any bytes it likes.
@@ -21,16 +27,16 @@ import shutil
 import subprocess
 import tempfile
 
+from faastlane.checkout import runtime_python
 from faastlane.runtime.isolation.pkru_scan import check_gate
 
 from .elf_files import read_elf, symbol_bytes
 from .errors import GateUnavailable
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-MODULES_DIR = os.path.join(REPO_ROOT, "cpython-mpk", "Modules")
-GATE_SOURCE = os.path.join(MODULES_DIR, "mpk_pkru.c")
-RUNTIME_PYTHON = os.path.join(REPO_ROOT, "cpython-mpk", "build", "bin", "python3")
+# Package data: copies of cpython-mpk/Modules/{mpk_pkru.c,faastlane_mpk.h}.
+SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gate_source")
+GATE_SOURCE = os.path.join(SOURCE_DIR, "mpk_pkru.c")
+SHIPPED_SOURCES = ("mpk_pkru.c", "faastlane_mpk.h")  # what SOURCE_DIR holds
 GATE_START, GATE_END = "_PyMPK_GateWrite", "_PyMPK_GateWriteEnd"
 
 
@@ -58,8 +64,8 @@ def _from_module() -> bytes | None:
     return code or None
 
 
-def _from_runtime(python: str) -> bytes | None:
-    if not os.access(python, os.X_OK):
+def _from_runtime(python: str | None) -> bytes | None:
+    if python is None or not os.access(python, os.X_OK):
         return None
     proc = subprocess.run([python, "-c", "import _faastlane; "
                            "print(_faastlane.gate_code().hex())"],
@@ -85,9 +91,11 @@ def runtime_gate() -> bytes:
         else:
             tried.append(f"no gate source at {GATE_SOURCE}")
     if gate is None:
-        gate = _from_runtime(RUNTIME_PYTHON)
+        python = runtime_python()
+        gate = _from_runtime(python)
         if gate is None:
-            tried.append(f"no cpython-mpk runtime at {RUNTIME_PYTHON}")
+            tried.append(f"no cpython-mpk runtime at {python}" if python else
+                         "no cpython-mpk runtime named ($FAASTLANE_PYTHON_PREFIX)")
     if gate is None:
         raise GateUnavailable("cannot obtain the runtime's gate sequence: " + "; ".join(tried))
     try:
