@@ -80,8 +80,9 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
                     "examples/finra/input.json")
     run.add_argument("app", metavar="APP", help="the app folder")
     add_input(run)
-    run.add_argument("--trace", action="store_true",
-                     help="write a per-state timeline (JSON lines) to stderr")
+    run.add_argument("--trace", nargs="?", const="-", metavar="FILE",
+                     help="write a per-state timeline (JSON lines) to FILE, apart from the "
+                          "functions' output (without FILE: to stderr)")
     run.add_argument("--keep", metavar="DIR",
                      help="compose into DIR and keep it (default: a temporary folder)")
     add_planning(run)
@@ -131,7 +132,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         command = [sys.executable, out, "--input-file", input_file,
                    "--source-root", os.path.abspath(args.app)]
         if args.trace:
-            command.append("--trace")
+            command += ["--trace", args.trace if args.trace == "-"
+                        else os.path.abspath(args.trace)]
         # The composed action is its own program: the same one OpenWhisk or Lambda loads.
         code = _run_action(command)
     if code in (0, 1, 2):

@@ -185,3 +185,25 @@ def _zombie(pid: int) -> bool:
     except OSError:
         return True
     return stat[stat.rfind(b")") + 2:].split()[0] == b"Z"
+
+
+# ------------------------------------------------------------------ where output goes
+
+
+def test_branch_output_is_labelled_and_the_trace_has_its_own_file(app_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    talk = "def handler(event, context):\n    print('hello', end='')\n    print(' there')\n" \
+           "    return event\n"
+    write_app(app_dir, {"StartAt": "P", "States": {"P": {
+        "Type": "Parallel", "End": True, "Branches": [
+            {"StartAt": n, "States": {n: {"Type": "Task", "Resource": "talk", "End": True}}}
+            for n in ("Left", "Right")]}}}, {"talk": talk})
+    trace_file = tmp_path / "trace.jsonl"
+    done = faastlane("run", str(app_dir), "--trace", str(trace_file))
+    assert done.code == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert "[Left/talk] hello there" in lines and "[Right/talk] hello there" in lines
+    assert not [line for line in lines if line.startswith("{")]  # no trace on stderr
+    records = [json.loads(line) for line in trace_file.read_text().splitlines()]
+    assert records[0]["trace"] == "faastlane"
+    assert {r.get("state") for r in records[1:]} >= {"P", "Left", "Right"}

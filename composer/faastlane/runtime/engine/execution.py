@@ -24,7 +24,7 @@ from ..asl.variables import Variables
 from ..options import MPK, NONE, PARALLEL_THREADS, PROCESS_ISOLATION, Options
 from . import trace
 from .forking import Outcome, run_forked
-from .functions import EXIT_ERROR, FunctionRegistry, Invocable
+from .functions import EXIT_ERROR, FunctionRegistry, Invocable, running
 from .lambda_context import ACCOUNT, REGION
 from .threads import POOL, Handover, WorkerTimeout
 
@@ -248,10 +248,12 @@ def _timed_invoke(state_name: str, loaded: Invocable, event: Any,
         start = trace.now()
         began = time.perf_counter()
     result, error = None, None
-    try:
-        result = loaded.invoke(event, timeout_seconds)
-    except StatesError as exc:
-        error = exc
+    function = loaded.spec.name
+    with running(function if state_name == function else f"{state_name}/{function}"):
+        try:
+            result = loaded.invoke(event, timeout_seconds)
+        except StatesError as exc:
+            error = exc
     if traced:
         compute = time.perf_counter() - began
         trace.record(state=state_name, type="Function", function=loaded.spec.name,

@@ -12,8 +12,10 @@ import importlib.util
 import json
 import os
 import sys
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
@@ -49,6 +51,25 @@ def _source_of(filename: str) -> str:
         return filename
     original = os.path.join(_SOURCE_ROOT, filename[len(_ACTION_ROOT):])
     return original if os.path.exists(original) else filename
+
+
+_CURRENT = threading.local()  # the function this thread is running, if any
+
+
+@contextmanager
+def running(function: str) -> Iterator[None]:
+    """Mark this thread as running ``function`` (its output is then labelled with it:
+    ``State/function``, or the name alone when the state is named after it)."""
+    _CURRENT.name = function
+    try:
+        yield
+    finally:
+        _CURRENT.name = None
+
+
+def current_function() -> str | None:
+    """What this thread is running (see :func:`running`), or None (the Orchestrator)."""
+    return getattr(_CURRENT, "name", None)
 
 
 @dataclass(frozen=True)

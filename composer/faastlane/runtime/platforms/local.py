@@ -20,7 +20,7 @@ from ..engine import fault_reports, functions, trace
 from ..isolation import domains
 from ..options import ISOLATION_MODES, MPK, PARALLEL_PROCESSES, PARALLEL_THREADS
 from ..orchestrator import SUCCEEDED, Orchestrator, Result, load_options
-from . import shutdown
+from . import labelled_output, shutdown
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,8 +35,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="run parallel branches as threads (the paper's -Th variant)")
     mode.add_argument("--processes-only", action="store_true",
                       help="run every function in its own process (the -P variant)")
-    parser.add_argument("--trace", action="store_true",
-                        help="write a per-state timeline to standard error")
+    parser.add_argument("--trace", nargs="?", const="-", metavar="FILE",
+                        help="write a per-state timeline (JSON lines) to FILE (default: "
+                             "standard error)")
     parser.add_argument("--source-root", metavar="APP",
                         help="the app folder this action was composed from: stack traces "
                              "name its files (faastlane run passes it)")
@@ -78,6 +79,7 @@ def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int
     sys.stdout.flush()
     os.dup2(2, 1)  # from here on, anything printed goes to stderr
     if (args.isolation or _planned_isolation()) != MPK:
+        labelled_output.install()
         return _run(load, args, execution_input, result_fd)
 
     def report(error: str, cause: str) -> None:
@@ -123,11 +125,20 @@ def _run(load: Callable[[], Orchestrator], args: argparse.Namespace, execution_i
             from ..isolation.private_heaps import malloc_routed  # loaded only in mpk mode
 
             header["mpk_malloc"] = "routed" if malloc_routed() else "shared"
-        trace.write(sys.stderr, header, trace.take())
+        _write_trace(args.trace, header, trace.take())
     _write_result(result_fd, result.to_json())
     if result.status != SUCCEEDED:
         _report_failure(result)
     return 0 if result.status == SUCCEEDED else 1
+
+
+def _write_trace(target: str, header: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """The timeline on stderr (``-``) or in its own file, apart from functions' output."""
+    if target == "-":
+        trace.write(sys.stderr, header, records)
+        return
+    with open(target, "w", encoding="utf-8") as stream:
+        trace.write(stream, header, records)
 
 
 def _report_failure(result: Result) -> None:

@@ -1,0 +1,64 @@
+"""Functions' output in a local run, each line labelled with the function that wrote it.
+
+Parallel branches interleave their prints on one stderr; ``[Name] `` before each line
+says whose it is (forked branches inherit the streams, so theirs are labelled too). The
+Orchestrator's own lines stay as they are. Not under isolation mpk: the label's per-thread
+line state would be written from inside a function's protection domain.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+from collections.abc import Callable
+
+from ..engine.functions import current_function
+
+
+class LabelledStream(io.TextIOBase):
+    """A text stream that puts ``[function] `` at the start of each line a function writes."""
+
+    def __init__(self, stream: io.TextIOBase, current: Callable[[], str | None]) -> None:
+        self._stream = stream
+        self._current = current
+        self._line = threading.local()  # whether this thread is at the start of a line
+
+    def write(self, text: str) -> int:
+        name = self._current()
+        if name is None or not text:
+            return self._stream.write(text)
+        at_start = getattr(self._line, "at_start", True)
+        pieces = []
+        for line in text.splitlines(keepends=True):
+            if at_start:
+                pieces.append(f"[{name}] ")
+            pieces.append(line)
+            at_start = line.endswith("\n")
+        self._line.at_start = at_start
+        self._stream.write("".join(pieces))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", "utf-8")
+
+    @property
+    def buffer(self) -> io.BufferedIOBase:
+        """The underlying bytes (what is written there is not labelled)."""
+        return self._stream.buffer  # type: ignore[attr-defined]
+
+
+def install() -> None:
+    """Label what functions print on stdout (already sent to stderr) and stderr."""
+    sys.stdout = LabelledStream(sys.stdout, current_function)  # type: ignore[assignment]
+    sys.stderr = LabelledStream(sys.stderr, current_function)  # type: ignore[assignment]
