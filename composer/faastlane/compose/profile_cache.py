@@ -13,13 +13,13 @@ import os
 import time
 from typing import Any, Callable
 
+from faastlane.cache import cache_root
+
 DAY = 24 * 3600
 
 
 def cache_file() -> str:
-    root = os.environ.get("FAASTLANE_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "faastlane")
-    return os.path.join(root, "profiles.json")
+    return os.path.join(cache_root(), "profiles.json")
 
 
 def cache_key(target: str, memory_mb: int | None, name: str | None = None) -> str:

@@ -14,7 +14,6 @@ image adds is kept in the image at :data:`RECORD_IN_IMAGE`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -24,11 +23,11 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from faastlane import cache
 from faastlane.checkout import checkout_file
 
 from . import docker_cli
 from .errors import DeployError
-from .vendoring import cache_root
 
 # Only a source checkout has the script that builds the runtime image (None installed).
 RUNTIME_BUILD = checkout_file("docker", "build.sh")
@@ -109,7 +108,7 @@ def resolve_base(ref: str | None) -> BaseImage:
                           f"runtime image: docker/build.sh runtime in a source checkout) "
                           f"or docker pull it first")
     image_id = str(info["Id"])
-    cached = os.path.join(cache_root(), "docker", f"python-{image_id.split(':')[-1][:16]}.json")
+    cached = os.path.join(cache.cache_root(), "docker", f"python-{image_id.split(':')[-1][:16]}.json")
     try:
         with open(cached, encoding="utf-8") as handle:
             probe = json.load(handle)
@@ -124,34 +123,6 @@ def resolve_base(ref: str | None) -> BaseImage:
         with open(cached, "w", encoding="utf-8") as handle:
             json.dump(probe, handle)
     return BaseImage(ref, image_id, probe["python"], probe["version"], probe["site"])
-
-
-def _signature(folder: str) -> str:
-    """Every file's path, size and mode under a folder: a new install changes it (the
-    native files' contents are in the inspection record besides, by SHA-256)."""
-    digest = hashlib.sha256()
-    for directory, dirs, names in os.walk(folder):
-        dirs.sort()
-        for name in sorted(names):
-            path = os.path.join(directory, name)
-            info = os.lstat(path)
-            digest.update(f"{os.path.relpath(path, folder)}\0{info.st_size}\0"
-                          f"{info.st_mode:o}\n".encode())
-    return digest.hexdigest()
-
-
-def _content_digest(folder: str) -> str:
-    """The bytes of every file (for small trees: the action's own code)."""
-    digest = hashlib.sha256()
-    for directory, dirs, names in os.walk(folder):
-        dirs.sort()
-        for name in sorted(names):
-            path = os.path.join(directory, name)
-            digest.update(os.path.relpath(path, folder).encode() + b"\0")
-            if not os.path.islink(path):
-                with open(path, "rb") as handle:
-                    digest.update(hashlib.sha256(handle.read()).digest())
-    return digest.hexdigest()
 
 
 def dockerfile(base: BaseImage, recipe: ImageRecipe) -> str:
@@ -190,14 +161,13 @@ def build_image(base: BaseImage, recipe: ImageRecipe, code_layers: frozenset[int
     the others by file listing (large package trees)."""
     text = dockerfile(base, recipe)
     record = json.dumps(recipe.record, sort_keys=True)
-    key = hashlib.sha256("\0".join(
-        [base.image_id, text, record] +
-        [(_content_digest if i in code_layers else _signature)(layer.source)
-         for i, layer in enumerate(recipe.layers)]).encode()).hexdigest()[:16]
-    tag = f"{recipe.repo}:{key}"
+    tag = f"{recipe.repo}:" + cache.key(
+        base.image_id, text, record,
+        *(cache.tree_digest(layer.source, contents=i in code_layers)
+          for i, layer in enumerate(recipe.layers)))
     info = docker_cli.image_info(tag)
     if info is None:
-        contexts = os.path.join(cache_root(), "docker")
+        contexts = os.path.join(cache.cache_root(), "docker")
         os.makedirs(contexts, exist_ok=True)
         context = tempfile.mkdtemp(prefix=".context-", dir=contexts)
         try:

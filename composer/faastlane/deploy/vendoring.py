@@ -10,13 +10,13 @@ from source on this machine could produce extensions the target cannot load.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 
+from faastlane import cache
 from faastlane.compose.app import FUNCTIONS_DIR
 
 from .errors import VendoringFailed
@@ -24,11 +24,6 @@ from .errors import VendoringFailed
 REQUIREMENTS = "requirements.txt"
 # The Linux wheels both platforms' x86_64 hosts load.
 WHEEL_PLATFORM = "manylinux2014_x86_64"
-
-
-def cache_root() -> str:
-    return os.environ.get("FAASTLANE_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "faastlane")
 
 
 def requirement_files(app_root: str) -> list[str]:
@@ -61,13 +56,6 @@ def _pip_command(files: list[str], target: str, python_version: str) -> list[str
     return command
 
 
-def _key(texts: list[str], python_version: str) -> str:
-    digest = hashlib.sha256(python_version.encode())
-    for text in texts:
-        digest.update(b"\0" + text.encode())
-    return digest.hexdigest()[:16]
-
-
 def vendor(requirements: list[str], python_version: str | None = None,
            packages: list[str] | None = None) -> str | None:
     """Install requirements files (and extra package specs) for python_version; the
@@ -80,7 +68,7 @@ def vendor(requirements: list[str], python_version: str | None = None,
         with open(path, encoding="utf-8") as handle:
             texts.append(os.path.abspath(os.path.dirname(path)) + "\n" + handle.read())
     texts += packages or []
-    folder = os.path.join(cache_root(), "vendor", _key(texts, version))
+    folder = os.path.join(cache.cache_root(), "vendor", cache.key(version, *texts))
     if os.path.isdir(folder):
         return folder
     os.makedirs(os.path.dirname(folder), exist_ok=True)
