@@ -39,6 +39,8 @@ setup(
         "deploy": ["boto3>=1.34"],
         "test": [
             "pytest>=8",
+            # Property tests (any state name composes and runs; fuzzed inputs).
+            "hypothesis>=6",
             "moto[stepfunctions,awslambda,server]>=5.1",
             # The real Lambda Runtime API client, driving packaged functions in tests.
             "awslambdaric>=3",

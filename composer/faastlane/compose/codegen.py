@@ -65,15 +65,29 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 '''
 
 
+# Names the generated module binds itself: a state named "Pass" or "WORKFLOW" must not
+# shadow them. Builtins are left free: the generated code calls none.
+_RESERVED = frozenset({
+    "os", "FunctionSpec", "Catcher", "Choice", "Fail", "Machine", "Map", "Parallel", "Pass",
+    "Retrier", "Succeed", "Task", "Wait", "Orchestrator", "ROOT", "FUNCTIONS", "WORKFLOW",
+    "ORCHESTRATOR"})
+
+
 class _Names:
-    """Unique Python identifiers for states and machines."""
+    """Unique Python identifiers for states and machines, whatever the state names.
+
+    State names are any string of up to 80 characters. Identifiers are made of their
+    ASCII letters and digits only: Python folds other identifier characters by NFKC, so
+    two different names could otherwise become one variable.
+    """
 
     def __init__(self) -> None:
-        self.used: set[str] = set()
+        self.used: set[str] = set(_RESERVED)
 
     def make(self, *parts: str) -> str:
-        base = "_".join(re.sub(r"\W+", "_", p).strip("_") or "state" for p in parts)
-        if base[0].isdigit() or keyword.iskeyword(base):
+        base = "_".join(re.sub(r"[^0-9A-Za-z]+", "_", p).strip("_") or "state"
+                        for p in parts)
+        if base[0].isdigit() or keyword.iskeyword(base) or keyword.issoftkeyword(base):
             base = "s_" + base
         name, n = base, 2
         while name in self.used:
