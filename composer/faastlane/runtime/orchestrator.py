@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .asl.errors import StatesError, error_object
+from .asl.errors import RUNTIME, StatesError, error_object, unexpected_cause
 from .asl.model import Machine
 from .engine.execution import Execution
 from .engine.functions import FunctionRegistry, FunctionSpec, Invocable
@@ -92,6 +92,8 @@ class Orchestrator:
             output = run_machine(self.workflow, execution_input, execution)
         except StatesError as err:
             return Result(FAILED, error=err.error, cause=err.cause, state=err.state)
+        except Exception as exc:  # noqa: BLE001 - an engine fault outside any state
+            return Result(FAILED, error=RUNTIME, cause=unexpected_cause(exc))
         return Result(SUCCEEDED, output=output)
 
     def close(self) -> None:
