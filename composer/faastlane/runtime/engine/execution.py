@@ -171,8 +171,9 @@ class Execution:
     def relays(self, placement: str) -> bool:
         """Whether a Task placed at ``placement`` may run in a relay (``states.py``): on
         a warm thread, shared memory, no deadline but the functions' own (the relay's
-        waiter watches those: :class:`RelayWatch`), and functions called here (the benchmark's controller overrides call_function to
-        call them elsewhere: a relay would bypass it)."""
+        waiter watches those: :class:`RelayWatch`), and functions called here (the
+        benchmark's controller overrides call_function to call them elsewhere: a relay
+        would bypass it)."""
         return (type(self).call_function is Execution.call_function
                 and self.options.isolation == NONE and self.deadline is None
                 and self.function_placement(placement) == THREAD)

@@ -65,8 +65,8 @@ from ..engine.functions import (
     module_name,
     own_namespace,
 )
-from ..engine.own_modules import package_name
 from ..engine.lambda_context import LambdaContext
+from ..engine.own_modules import package_name
 from ..engine.threads import POOL
 from . import domains, hardening, library_caches, module_instances, shared_registries
 from .source_nodes import source_nodes
