@@ -12,9 +12,11 @@ some function has such modules): a statement executed by the function's own code
 entry module or one of its own modules, recognised by the module name in the executing
 frame's globals -- that names one of the function's own top-level modules gets the
 function's copy; every other import (shared third-party packages, the standard library,
-any import by code outside the function) is the interpreter's own. Cost: a dict lookup
-per executed ``import`` statement of code outside functions, two for a function's
-(``test_own_modules.py`` measures it).
+any import by code outside the function) is the interpreter's own. Cost: a Python-level
+call and a dict lookup per executed ``import`` statement (two for a function's code), the
+price of wrapping ``__import__`` at all (inside a function body the interpreter then also
+builds the frame's locals); paid only once some function has its own modules (always
+under mpk, which already wrapped it for module instances).
 
 Under ``--isolation mpk`` the same wrapper also gives a function its own instances of
 modules that keep a per-caller default (``isolation.module_instances``: boto3's
