@@ -1,6 +1,7 @@
 """Per-function module instances (runtime/isolation/module_instances.py), with the real import
 system: a module whose functions make a default on first use, imported through
-:class:`InstanceImporter` by two "functions" (two instance tables)."""
+:class:`InstanceRouter`, in the one ``import`` wrapper (``engine.own_modules``), by two
+"functions" (two instance tables)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from types import ModuleType
 
 import pytest
 
-from faastlane.runtime.isolation.module_instances import InstanceImporter, instance_of
+from faastlane.runtime.engine.own_modules import FunctionImporter
+from faastlane.runtime.isolation.module_instances import InstanceRouter, instance_of
 
 LAZY_DEFAULT = '''
 """A library with a default made by its first call, as boto3 makes its session."""
@@ -88,8 +90,8 @@ def test_the_importer_gives_each_function_its_instance(lazydefault: ModuleType) 
     def instances() -> dict[str, ModuleType] | None:
         return None if running[0] is None else tables[running[0]]
 
-    importer = InstanceImporter(instances, builtins.__import__,
-                                {"lazydefault": {"DEFAULT": None}})
+    importer = FunctionImporter(builtins.__import__)
+    importer.after = InstanceRouter(instances, {"lazydefault": {"DEFAULT": None}})
 
     def import_(name: str, fromlist: tuple[str, ...] = ()) -> ModuleType:
         return importer(name, {}, {}, fromlist, 0)

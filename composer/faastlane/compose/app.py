@@ -17,7 +17,8 @@ from __future__ import annotations
 import ast
 import json
 import os
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from faastlane.asl.problem import Problem
@@ -36,7 +37,20 @@ _PACKAGE_MODULES = ("lambda_function.py", "handler.py", "index.py", "__main__.py
                     "__init__.py")
 _SETTINGS_KEYS = {"name": str, "isolation": str, "vcpus": int, "trusted": list,
                   "untrusted": list, "sensitive": list, "kept_escapes": dict,
-                  "inspector_waivers": list}  # checked by faastlane.inspect.waivers
+                  "inspector_waivers": list,  # checked by faastlane.inspect.waivers
+                  "functions": dict}  # per function, as Lambda's configuration
+# faastlane.json "functions": {NAME: {...}}, Lambda's limits: a timeout of 1-900 s, memory
+# of 128-10240 MB, variable names as Lambda accepts them (letters, digits, "_", starting
+# with a letter) and not one of the runtime's reserved ones.
+_FUNCTION_KEYS = ("environment", "timeout", "memory")
+_VARIABLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+_RESERVED_VARIABLES = frozenset((
+    "_HANDLER", "_X_AMZN_TRACE_ID", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_EXECUTION_ENV",
+    "AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+    "AWS_LAMBDA_FUNCTION_VERSION", "AWS_LAMBDA_INITIALIZATION_TYPE",
+    "AWS_LAMBDA_LOG_GROUP_NAME", "AWS_LAMBDA_LOG_STREAM_NAME", "AWS_ACCESS_KEY",
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+    "AWS_LAMBDA_RUNTIME_API", "LAMBDA_TASK_ROOT", "LAMBDA_RUNTIME_DIR"))
 
 
 @dataclass(frozen=True)
@@ -53,6 +67,8 @@ class Settings:
     # isolation mpk: functions whose escapes are kept rather than failed, and why
     # (cpython-mpk/PRIVATE_HEAPS.md section 5).
     kept_escapes: dict[str, str] = field(default_factory=dict)
+    # Per function, as Lambda's configuration: {NAME: {"environment", "timeout", "memory"}}.
+    functions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -87,6 +103,7 @@ def load_app(path: str) -> App:
             if name not in functions:
                 problems.append(Problem(f"/{key}/{index}",
                                         f"{SETTINGS_FILE}: no function named {name!r}"))
+    functions = _configure_functions(functions, settings.functions, problems)
     name = settings.name or os.path.basename(root.rstrip(os.sep))
     return App(root, name, workflow_text, functions, settings, problems)
 
@@ -117,6 +134,59 @@ def _load_settings(root: str, problems: list[Problem]) -> Settings:
         else:
             values[key] = tuple(value) if isinstance(value, list) else value
     return Settings(**values)
+
+
+def _configure_functions(functions: dict[str, FunctionSpec],
+                         configured: dict[str, Any], problems: list[Problem]
+                         ) -> dict[str, FunctionSpec]:
+    """The functions with faastlane.json's ``functions`` settings; each wrong value is a
+    problem (its pointer under ``/functions``)."""
+    out = dict(functions)
+    for name, config in configured.items():
+        where = f"/functions/{name}"
+        if name not in functions:
+            problems.append(Problem(where, f"{SETTINGS_FILE}: no function named {name!r}"))
+            continue
+        if not isinstance(config, dict):
+            problems.append(Problem(where, f"{SETTINGS_FILE}: functions.{name} must be an "
+                                           f"object ({', '.join(_FUNCTION_KEYS)})"))
+            continue
+        changes: dict[str, Any] = {}
+        for key, value in config.items():
+            problem = _function_setting_problem(key, value)
+            if problem is not None:
+                problems.append(Problem(f"{where}/{key}",
+                                        f"{SETTINGS_FILE}: functions.{name}.{key} {problem}"))
+            elif key == "environment":
+                changes[key] = tuple(sorted(value.items()))
+            else:
+                changes[key] = value
+        out[name] = replace(functions[name], **changes)
+    return out
+
+
+def _function_setting_problem(key: str, value: Any) -> str | None:
+    """What is wrong with one setting of a function, or None."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if key == "timeout":
+        return None if number and 1 <= value <= 900 else \
+            "must be a number of seconds from 1 to 900 (Lambda's limits)"
+    if key == "memory":
+        return None if isinstance(value, int) and not isinstance(value, bool) \
+            and 128 <= value <= 10240 else "must be an integer of MB from 128 to 10240"
+    if key != "environment":
+        return f"is not a setting (known: {', '.join(_FUNCTION_KEYS)})"
+    if not isinstance(value, dict):
+        return 'must be an object of variables: {"NAME": "value"}'
+    for variable, text in value.items():
+        if not _VARIABLE_NAME.match(variable):
+            return (f"names {variable!r}: a variable's name is letters, digits and _, "
+                    "starting with a letter")
+        if variable in _RESERVED_VARIABLES:
+            return f"sets {variable}, which Lambda reserves (the runtime sets it)"
+        if not isinstance(text, str):
+            return f"sets {variable} to a {type(text).__name__}: values are strings"
+    return None
 
 
 def _entry_point(source_path: str) -> tuple[str, str] | None:

@@ -24,7 +24,14 @@ from ..asl.variables import Variables
 from ..options import MPK, NONE, PARALLEL_THREADS, PROCESS_ISOLATION, Options
 from . import trace
 from .forking import Outcome, run_forked
-from .functions import EXIT_ERROR, FunctionRegistry, Invocable, running
+from .functions import (
+    DEFAULT_TIMEOUT_SECONDS,
+    EXIT_ERROR,
+    FunctionRegistry,
+    Invocable,
+    running,
+    timed_out,
+)
 from .lambda_context import ACCOUNT, REGION
 from .threads import POOL, Handover, WorkerTimeout
 
@@ -152,49 +159,64 @@ class Execution:
         loaded = self.functions.get(function, private=self.options.isolation == MPK,
                                     keep_escapes=function in self.options.kept_escapes)
         where = self.function_placement(placement)
-        limit = self.remaining(timeout_seconds)
+        # The nearer of the Task's TimeoutSeconds (States.Timeout) and the function's own
+        # timeout (Lambda stops it: Sandbox.Timedout); negative: the function's.
+        own = function_timeout(loaded)
+        if timeout_seconds is None or timeout_seconds > own:
+            timeout_seconds = -own
+        limit = self.remaining(abs(timeout_seconds))
         if where == PROCESS:
             return self._call_in_process(state_name, loaded, event, limit, timeout_seconds)
         return self._call_on_thread(state_name, loaded, event, limit, timeout_seconds)
 
     def relays(self, placement: str) -> bool:
         """Whether a Task placed at ``placement`` may run in a relay (``states.py``): on
-        a warm thread, shared memory, nothing to time out (a relay has no waiter), and
-        functions called here (the benchmark's controller overrides call_function to
-        call them elsewhere: a relay would bypass it)."""
+        a warm thread, shared memory, no deadline but the functions' own (the relay's
+        waiter watches those: :class:`RelayWatch`), and functions called here (the
+        benchmark's controller overrides call_function to call them elsewhere: a relay
+        would bypass it)."""
         return (type(self).call_function is Execution.call_function
                 and self.options.isolation == NONE and self.deadline is None
                 and self.function_placement(placement) == THREAD)
 
     def function_starter(self, state_name: str, function: str, event: Any,
-                         then: Callable[[Any, StatesError | None], Handover | None]
-                         ) -> Handover:
+                         then: Callable[[Any, StatesError | None], Handover | None],
+                         watch: RelayWatch) -> Handover:
         """The step that starts one invocation on the function's warm thread and returns
-        at once; that thread then calls ``then(result, error)``. The function is looked
+        at once; that thread then calls ``then(result, error)`` unless ``watch`` (the
+        relay's waiter) gave up on it at its function's timeout. The function is looked
         up now (a missing one fails here). Only where :meth:`relays` says."""
         loaded = self.functions.get(function)
-        return lambda: POOL.start(loaded.spec.name, lambda: then(
-            *_timed_invoke(state_name, loaded, event, None, THREAD)))
+        seconds = function_timeout(loaded)
+
+        def job() -> Handover | None:
+            ticket = watch.started(state_name, seconds)
+            outcome = _timed_invoke(state_name, loaded, event, seconds, THREAD)
+            if not watch.finished(ticket):
+                return None  # timed out: the relay ended without it
+            return then(*outcome)
+
+        return lambda: POOL.start(loaded.spec.name, job)
 
     def _call_on_thread(self, state_name: str, loaded: Invocable, event: Any,
-                        limit: float | None, timeout_seconds: float | None) -> Any:
+                        limit: float | None, timeout_seconds: float) -> Any:
         def body() -> tuple[Any, StatesError | None]:
-            return _timed_invoke(state_name, loaded, event, timeout_seconds, THREAD)
+            return _timed_invoke(state_name, loaded, event, abs(timeout_seconds), THREAD)
 
         try:
             result, error = POOL.run(loaded.spec.name, body, limit)
         except WorkerTimeout:
             self.check_deadline()
-            raise StatesError(TIMEOUT, f"Task '{state_name}' timed out after "
-                                       f"{timeout_seconds:g} seconds") from None
+            raise _timeout_error(state_name, timeout_seconds) from None
         if error is not None:
             raise error
         return result
 
     def _call_in_process(self, state_name: str, loaded: Invocable, event: Any,
-                         limit: float | None, timeout_seconds: float | None) -> Any:
+                         limit: float | None, timeout_seconds: float) -> Any:
         def body() -> Any:
-            result, error = _timed_invoke(state_name, loaded, event, timeout_seconds, PROCESS)
+            result, error = _timed_invoke(state_name, loaded, event, abs(timeout_seconds),
+                                          PROCESS)
             if error is not None:
                 raise error
             return result
@@ -206,6 +228,7 @@ class Execution:
         if outcome.error is not None:
             if outcome.error.error == TIMEOUT:
                 self.check_deadline()
+                raise _timeout_error(state_name, timeout_seconds)
             raise outcome.error
         return outcome.value
 
@@ -237,6 +260,70 @@ class Execution:
             trace.extend(outcome.records)
         self.check_deadline()
         return outcomes
+
+
+def function_timeout(loaded: Invocable) -> float:
+    """The function's own timeout (faastlane.json), in seconds."""
+    return loaded.spec.timeout or DEFAULT_TIMEOUT_SECONDS
+
+
+def _timeout_error(state_name: str, timeout_seconds: float) -> StatesError:
+    """A Task's TimeoutSeconds expired (positive), or its function's timeout (negative)."""
+    if timeout_seconds < 0:
+        return timed_out(-timeout_seconds)
+    return StatesError(TIMEOUT, f"Task '{state_name}' timed out after "
+                                f"{timeout_seconds:g} seconds")
+
+
+class RelayWatch:
+    """The function invocation a relay (``states.py``) runs now and its deadline, for the
+    relay's waiting thread: past the deadline it ends the relay with Sandbox.Timedout and
+    the late invocation's thread, whenever it returns, passes nothing on.
+
+    Per invocation: two uncontended lock round trips and a clock read (~0.3 us)."""
+
+    POLL = 0.1  # seconds: the waiter looks again at least this often
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ticket = 0
+        self.deadline: float | None = None
+        self.state = ""
+        self.seconds = 0.0
+        self.abandoned = False
+
+    def started(self, state: str, seconds: float) -> int:
+        with self._lock:
+            self._ticket += 1
+            self.state, self.seconds = state, seconds
+            self.deadline = time.monotonic() + seconds
+            return self._ticket
+
+    def finished(self, ticket: int) -> bool:
+        """False when the waiter gave up on invocation ``ticket`` already."""
+        with self._lock:
+            if self.abandoned or ticket != self._ticket:
+                return False
+            self.deadline = None
+            return True
+
+    def wait(self) -> float:
+        """How long the waiter may block before it looks again."""
+        deadline = self.deadline
+        if deadline is None:
+            return self.POLL
+        return min(self.POLL, max(0.0, deadline - time.monotonic()))
+
+    def expired(self) -> StatesError | None:
+        """The running invocation's timeout error once it is past its deadline (the
+        relay then ends), else None."""
+        with self._lock:
+            if self.deadline is None or time.monotonic() < self.deadline:
+                return None
+            self.abandoned = True
+            error = timed_out(self.seconds)
+        error.state = self.state
+        return error
 
 
 def _timed_invoke(state_name: str, loaded: Invocable, event: Any,

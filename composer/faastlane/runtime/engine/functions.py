@@ -12,8 +12,8 @@ import importlib.util
 import json
 import os
 import sys
-import threading
 import traceback
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,11 +22,20 @@ from typing import Any, Protocol
 
 from ..asl.errors import RUNTIME, StatesError
 from ..asl.jsonvalue import NotJSONSerializable, detach
+from . import lambda_env, own_modules
 from .lambda_context import LambdaContext
 
 LAMBDA = "lambda"
 OPENWHISK = "openwhisk"
 EXIT_ERROR = "Runtime.ExitError"
+# What Lambda reports for an invocation that outlived its function's timeout, and Step
+# Functions then fails the Task with (its errorType).
+TIMED_OUT = "Sandbox.Timedout"
+# A function's timeout when faastlane.json sets none. Lambda's own default is 3 s, which
+# a function's configuration raises as needed; here a default that stops a function
+# that never returns, yet does not kill the bundled examples' slowest invocations on a
+# slow machine (ml-predict's Predict, the sentiment scorers under QEMU, ...).
+DEFAULT_TIMEOUT_SECONDS = 60.0
 MARSHAL_ERROR = "Runtime.MarshalError"
 # The runtime package (this file is in its engine/): its frames are left out of stack traces.
 _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -53,23 +62,21 @@ def _source_of(filename: str) -> str:
     return original if os.path.exists(original) else filename
 
 
-_CURRENT = threading.local()  # the function this thread is running, if any
-
-
 @contextmanager
-def running(function: str) -> Iterator[None]:
-    """Mark this thread as running ``function`` (its output is then labelled with it:
-    ``State/function``, or the name alone when the state is named after it)."""
-    _CURRENT.name = function
+def running(label: str) -> Iterator[None]:
+    """Mark this thread as running a function, labelled ``label`` (its output is then
+    labelled with it: ``State/function``, or the name alone when the state is named
+    after it); in :data:`lambda_env.CURRENT`, beside its environment and context."""
+    lambda_env.CURRENT.label = label
     try:
         yield
     finally:
-        _CURRENT.name = None
+        lambda_env.CURRENT.label = None
 
 
 def current_function() -> str | None:
     """What this thread is running (see :func:`running`), or None (the Orchestrator)."""
-    return getattr(_CURRENT, "name", None)
+    return lambda_env.CURRENT.label
 
 
 @dataclass(frozen=True)
@@ -81,14 +88,49 @@ class FunctionSpec:
     entry: str  # the callable's name in that module
     style: str  # LAMBDA or OPENWHISK
     search_path: str = "functions"  # put on sys.path, as Lambda puts its task root there
+    # faastlane.json "functions": {NAME: {...}}: as Lambda's function configuration.
+    environment: tuple[tuple[str, str], ...] = ()  # Environment.Variables
+    timeout: float | None = None  # seconds; None: DEFAULT_TIMEOUT_SECONDS
+    memory: int | None = None  # MB, reported to the function (context, environment)
+
+    @property
+    def own_folder(self) -> str | None:
+        """The folder of the function's own modules (``functions/NAME``), relative to the
+        action; None for a single-file function (its folder, ``functions/``, is shared)."""
+        return self.search_path if "/" in self.search_path.strip("/") else None
+
+
+def handler_name(spec: FunctionSpec) -> str:
+    """Lambda's ``_HANDLER``: the module, dotted from the function's task root, and the
+    entry point (``lambda_function.lambda_handler``)."""
+    relative = os.path.relpath(spec.module_file, spec.search_path)
+    return os.path.splitext(relative)[0].replace(os.sep, ".") + "." + spec.entry
+
+
+_VIEWS: dict[str, dict[str, str | None]] = {}
+
+
+def environment_of(root: str, spec: FunctionSpec) -> dict[str, str | None]:
+    """The function's own environment variables (``lambda_env``), made once per process
+    (under mpk: before its domain is entered, in the shared heap)."""
+    view = _VIEWS.get(spec.name)
+    if view is None:
+        lambda_env.install_environ()
+        lambda_env.install_logging()
+        view = _VIEWS[spec.name] = lambda_env.function_variables(
+            spec.name, os.path.join(root, spec.search_path), handler_name(spec),
+            spec.memory, dict(spec.environment))
+    return view
 
 
 class LoadedFunction:
     """A function module imported once per container, like a warm Lambda."""
 
-    def __init__(self, spec: FunctionSpec, module: ModuleType) -> None:
+    def __init__(self, spec: FunctionSpec, module: ModuleType,
+                 environment: dict[str, str | None] | None = None) -> None:
         self.spec = spec
         self.module = module
+        self.environment = environment
         entry = getattr(module, spec.entry, None)
         if not callable(entry):
             raise StatesError("Runtime.HandlerNotFound",
@@ -103,12 +145,26 @@ class LoadedFunction:
         document as the cause.
         """
         context = LambdaContext(self.spec.name, timeout_seconds)
+        current = lambda_env.CURRENT
+        outer = current.view, current.context
+        current.view, current.context = self.environment, context
         try:
             return detach(call_entry(self.entry, self.spec.style, event, context))
         except StatesError:
             raise
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code
             raise failure(self.spec.name, exc, context.aws_request_id) from None
+        finally:
+            current.view, current.context = outer
+
+
+def timed_out(seconds: float, request_id: str | None = None) -> StatesError:
+    """The error of an invocation stopped at its function's timeout, as Lambda's runtime
+    API reports it (``RequestId: ... Error: Task timed out after 3.00 seconds``)."""
+    request_id = request_id or str(uuid.uuid4())
+    message = f"RequestId: {request_id} Error: Task timed out after {seconds:.2f} seconds"
+    return StatesError(TIMED_OUT, json.dumps({"errorType": TIMED_OUT,
+                                              "errorMessage": message}))
 
 
 def call_entry(entry: Callable[..., Any], style: str, event: Any,
@@ -156,6 +212,13 @@ def module_name(spec: FunctionSpec, prefix: str = "faastlane_fn_") -> str:
     return prefix + "".join(c if c.isalnum() else "_" for c in spec.name)
 
 
+def own_namespace(root: str, spec: FunctionSpec, name: str) -> None:
+    """Give the code of ``spec``'s function, its entry module imported as ``name``, its
+    own helper modules (``own_modules``); nothing to do for a single-file function."""
+    if spec.own_folder is not None:
+        own_modules.register(spec.name, os.path.join(root, spec.own_folder), name)
+
+
 def load_module(root: str, spec: FunctionSpec, name: str | None = None) -> ModuleType:
     """Import a function's module under ``name`` (default :func:`module_name`)."""
     search = os.path.join(root, spec.search_path)
@@ -163,6 +226,7 @@ def load_module(root: str, spec: FunctionSpec, name: str | None = None) -> Modul
         sys.path.insert(0, search)
     path = os.path.join(root, spec.module_file)
     module_name_ = name or module_name(spec)
+    own_namespace(root, spec, module_name_)
     import_spec = importlib.util.spec_from_file_location(module_name_, path)
     if import_spec is None or import_spec.loader is None:
         raise StatesError("Runtime.ImportModuleError", f"cannot load {path}")
@@ -231,6 +295,14 @@ class FunctionRegistry:
             return found
         loaded = self._loaded.get(name)
         if loaded is None:
-            loaded = LoadedFunction(self._spec(name), load_module(self.root, self._spec(name)))
-            self._loaded[name] = loaded
+            spec = self._spec(name)
+            environment = environment_of(self.root, spec)
+            current = lambda_env.CURRENT
+            outer = current.view
+            current.view = environment  # its module set-up sees its own environment
+            try:
+                module = load_module(self.root, spec)
+            finally:
+                current.view = outer
+            loaded = self._loaded[name] = LoadedFunction(spec, module, environment)
         return loaded

@@ -46,7 +46,7 @@ from ..asl.model import (
 )
 from ..asl.resources import function_name_of
 from ..engine import trace
-from ..engine.execution import Execution, ExecutionTimedOut
+from ..engine.execution import Execution, ExecutionTimedOut, RelayWatch
 from ..engine.forking import Outcome
 from ..engine.threads import Handover
 from ..options import MPK
@@ -136,15 +136,24 @@ def _relayable(state: State, execution: Execution) -> bool:
 def _relay(machine: Machine, state: Task, data: Any, execution: Execution) -> Transition:
     """Run ``state`` and the relayable Tasks after it; the state to go on with."""
     baton: _Baton[tuple[Any, str | None, BaseException | None]] = _Baton()
-    _pass_on(machine, state, data, execution, baton)()
-    output, next_name, error = baton.get()
+    watch = RelayWatch()
+    _pass_on(machine, state, data, execution, baton, watch)()
+    while True:
+        try:
+            output, next_name, error = baton.get(timeout=watch.wait())
+            break
+        except queue.Empty:
+            # A function past its own timeout: the relay ends here, with its error.
+            expired = watch.expired()
+            if expired is not None:
+                raise expired from None
     if error is not None:
         raise error
     return output, next_name
 
 
 def _pass_on(machine: Machine, state: Task, data: Any, execution: Execution,
-             baton: _Baton) -> Handover:
+             baton: _Baton, watch: RelayWatch) -> Handover:
     """Enter ``state`` and prepare its function's call; the step that starts it (or, if
     preparing failed, the step that ends the relay with the state's error)."""
     start = trace.now() if trace.enabled else 0.0
@@ -152,8 +161,9 @@ def _pass_on(machine: Machine, state: Task, data: Any, execution: Execution,
     try:
         flow = DataFlow(state, data, execution, time.time())
         _, function, event = _task_call(state, flow)
-        then = functools.partial(_carry_on, machine, state, flow, event_id, start, baton)
-        starter = execution.function_starter(state.name, function, event, then)
+        then = functools.partial(_carry_on, machine, state, flow, event_id, start, baton,
+                                 watch)
+        starter = execution.function_starter(state.name, function, event, then, watch)
     except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
         _record(state, start)
         return _ending(baton, None, None, _named(exc, state, event_id))
@@ -168,7 +178,8 @@ def _pass_on(machine: Machine, state: Task, data: Any, execution: Execution,
 
 
 def _carry_on(machine: Machine, state: Task, flow: DataFlow, event_id: int, start: float,
-              baton: _Baton, result: Any, error: StatesError | None) -> Handover:
+              baton: _Baton, watch: RelayWatch, result: Any,
+              error: StatesError | None) -> Handover:
     """On the function's thread, once it returned: finish its Task, then pass the
     execution on."""
     try:
@@ -179,17 +190,17 @@ def _carry_on(machine: Machine, state: Task, flow: DataFlow, event_id: int, star
         _record(state, start)
         return _ending(baton, None, None, _named(exc, state, event_id))
     _record(state, start)
-    return _onwards(machine, state.next, output, flow.execution, baton)
+    return _onwards(machine, state.next, output, flow.execution, baton, watch)
 
 
 def _onwards(machine: Machine, name: str | None, data: Any, execution: Execution,
-             baton: _Baton) -> Handover:
+             baton: _Baton, watch: RelayWatch) -> Handover:
     """From state ``name`` on: Pass, Choice and Succeed states run here (they compute,
     never wait), up to the next relayable Task, or back to the calling thread."""
     while name is not None:
         state = machine.states[name]
         if _relayable(state, execution):
-            return _pass_on(machine, state, data, execution, baton)
+            return _pass_on(machine, state, data, execution, baton, watch)
         if type(state) not in _INLINE:
             return _ending(baton, data, name, None)
         try:

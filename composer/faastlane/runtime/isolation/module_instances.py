@@ -18,27 +18,25 @@ that the exit gate does not purge (private_heaps, library_caches).
 
 Routing is by ``import`` statement: inside a function's domain, ``import boto3`` and
 ``from boto3 import client`` give the function's instance (``builtins.__import__`` is
-wrapped in mpk mode: ~0.2 us more per executed import statement). Known limit,
+wrapped, once, by ``engine.own_modules``: ~0.2 us more per executed import statement). Known limit,
 documented: ``importlib.import_module("boto3")`` and a shared helper module's own
 ``import boto3`` give the shared module, whose default session would be shared.
 """
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable, Mapping
 from functools import partial
 from types import FunctionType, ModuleType
 from typing import Any
+
+from ..engine import own_modules
 
 # Module -> its globals holding a default that its functions make on first use, and the
 # value each starts from (the module's own initial value).
 PER_FUNCTION: dict[str, dict[str, Any]] = {
     "boto3": {"DEFAULT_SESSION": None},
 }
-
-Importer = Callable[..., ModuleType]
-
 
 def instance_of(module: ModuleType, defaults: Mapping[str, Any]) -> ModuleType:
     """A new instance of ``module``: its namespace copied, its plain functions re-bound to
@@ -69,25 +67,24 @@ def _rebound(function: FunctionType, namespace: dict[str, Any]) -> FunctionType:
     return copy
 
 
-class InstanceImporter:
-    """``builtins.__import__`` that gives the running function its module instances.
+class InstanceRouter:
+    """What the one ``import`` wrapper (``engine.own_modules.FunctionImporter``) calls
+    after an import it did not route to a function's own modules: gives the running
+    function its module instances.
 
-    ``instances`` is called on every ``import`` statement and returns the running
-    function's table of instances (name -> module, a dict in its heap) or None when the
-    thread runs no function -- then, and for every other module, the import is the
-    interpreter's own.
+    ``instances`` is called on every ``import`` statement of a per-function module and
+    returns the running function's table of instances (name -> module, a dict in its
+    heap) or None when the thread runs no function -- then, and for every other module,
+    the import is the interpreter's own.
     """
 
     def __init__(self, instances: Callable[[], dict[str, ModuleType] | None],
-                 original: Importer,
                  per_function: Mapping[str, Mapping[str, Any]] = PER_FUNCTION) -> None:
         self._instances = instances
-        self._original = original
         self._per_function = per_function
 
-    def __call__(self, name: str, globals: Any = None, locals: Any = None,
-                 fromlist: Any = (), level: int = 0) -> ModuleType:
-        imported = self._original(name, globals, locals, fromlist, level)
+    def __call__(self, imported: ModuleType, name: str, fromlist: Any,
+                 level: int) -> ModuleType:
         if level or (fromlist and "." in name):
             return imported  # a submodule itself: shared
         top = name.partition(".")[0]
@@ -106,6 +103,8 @@ class InstanceImporter:
 
 
 def install(instances: Callable[[], dict[str, ModuleType] | None]) -> None:
-    """Route ``import`` statements through :class:`InstanceImporter` (once)."""
-    if not isinstance(builtins.__import__, InstanceImporter):
-        builtins.__import__ = InstanceImporter(instances, builtins.__import__)
+    """Route ``import`` statements through :class:`InstanceRouter` (once), in the one
+    wrapper of ``builtins.__import__`` (``engine.own_modules``)."""
+    wrapper = own_modules.importer()
+    if not isinstance(wrapper.after, InstanceRouter):
+        wrapper.after = InstanceRouter(instances)

@@ -55,9 +55,18 @@ from typing import Any
 
 from ..asl.errors import StatesError
 from ..asl.jsonvalue import copy_event, detach, lambda_default
-from ..engine import fault_reports
-from ..engine.functions import FunctionSpec, call_entry, failure, load_module, module_name
+from ..engine import fault_reports, lambda_env
+from ..engine.functions import (
+    FunctionSpec,
+    call_entry,
+    environment_of,
+    failure,
+    load_module,
+    module_name,
+    own_namespace,
+)
 from ..engine.lambda_context import LambdaContext
+from ..engine.own_modules import package_name
 from ..engine.threads import POOL
 from . import domains, hardening, library_caches, module_instances, shared_registries
 from .source_nodes import source_nodes
@@ -119,6 +128,8 @@ class DomainFunction:
     # invocations since the last check, and how long the last checked one took.
     unchecked_seconds: float = 0.0
     checked_seconds: float = 0.0
+    # Its own environment variables (engine.lambda_env), a shared dict made at load.
+    environment: dict[str, str | None] | None = field(default=None, repr=False)
 
     def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
         """Run one invocation inside the domain; return its result, promoted."""
@@ -127,12 +138,19 @@ class DomainFunction:
         # Set outside the domain: an int or a thread's dict made inside would be private.
         _running.own = self.own_names
         _running.fn = self
+        current = lambda_env.CURRENT
+        outer = current.view, current.context
+        # Both keys set here, outside: inside, the context only replaces a value.
+        current.view, current.context = self.environment, None
         self.invocations += 1
         check = _check_due(self)
         start = time.perf_counter()
         # Sealed: the function's code cannot leave its domain or enter another.
-        result, error = self.domain.run_sealed(_run_inside, self, event, timeout_seconds,
-                                               check)
+        try:
+            result, error = self.domain.run_sealed(_run_inside, self, event,
+                                                   timeout_seconds, check)
+        finally:
+            current.view, current.context = outer
         elapsed = time.perf_counter() - start
         if check:
             self.checked_seconds, self.unchecked_seconds = elapsed, 0.0
@@ -206,6 +224,7 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
     promoted. Every private object made here is garbage once this frame returns."""
     context = LambdaContext(fn.spec.name, timeout_seconds)
     entry = getattr(fn.holder[0], fn.spec.entry)
+    lambda_env.CURRENT.context = context  # for its log lines' request id
     try:
         with hardening.function_scope(fn.spec.name):
             # In a copy of its base context, as asyncio runs a task: what it sets in
@@ -217,6 +236,8 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code
         raise call_shared(failure, fn.spec.name, exc, context.aws_request_id) from None
+    finally:
+        lambda_env.CURRENT.context = None  # no private object left in the thread's state
 
 
 def _private_copy(event: Any) -> Any:
@@ -375,10 +396,12 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
         sys.stderr.write(f"[faastlane] {warning}\n")
     _find_caches()
     fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True),
-                        keep_escapes=keep_escapes)
+                        keep_escapes=keep_escapes, environment=environment_of(root, spec))
     fault_reports.announce(fn.domain.slot, fn.domain.key, spec.name)
     name = module_name(spec, MODULE_PREFIX)
     fn.own_names = _own_names(root, spec)
+    # Outside the domain: the routing tables of its own modules are shared.
+    own_namespace(root, spec, name)
     try:
         # On the function's own warm thread, the one its invocations run on: what C
         # libraries keep per thread (OpenSSL's error queue, made on first use) is then
@@ -399,7 +422,13 @@ def _load_on_own_thread(root: str, fn: DomainFunction, name: str) -> StatesError
     # Set outside the domain, like invoke() does.
     _running.own = fn.own_names
     _running.fn = fn
-    return fn.domain.run_sealed(_load_inside, root, fn, name)
+    current = lambda_env.CURRENT
+    outer = current.view, current.context
+    current.view, current.context = fn.environment, None  # its set-up sees its own
+    try:
+        return fn.domain.run_sealed(_load_inside, root, fn, name)
+    finally:
+        current.view, current.context = outer
 
 
 def _load_inside(root: str, fn: DomainFunction, name: str) -> StatesError | None:
@@ -570,6 +599,8 @@ def _own_names(root: str, spec: FunctionSpec) -> frozenset[str]:
     for path in _own_files(root, spec):
         relative = os.path.relpath(path, search).split(os.sep)
         names.add(relative[0] if len(relative) > 1 else os.path.splitext(relative[0])[0])
+    if spec.own_folder is not None:
+        names.add(package_name(spec.name))  # engine.own_modules: its modules' package
     return frozenset(names)
 
 
@@ -579,6 +610,13 @@ def _import_dependencies(root: str, spec: FunctionSpec) -> None:
     if search not in sys.path:
         sys.path.insert(0, search)
     pkgutil.get_importer(search)  # its finder, cached shared in sys.path_importer_cache
+    if spec.own_folder is not None:
+        # And those of its own packages' folders (engine.own_modules imports them).
+        for folder, subfolders, _ in os.walk(os.path.join(root, spec.own_folder)):
+            subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+            finder = pkgutil.get_importer(folder)
+            if finder is not None:  # its listing of the folder, made shared
+                finder.find_spec("__faastlane_warm__")
     own = _own_names(root, spec)
     for name in sorted(_imported_names(_own_files(root, spec))):
         if name.split(".")[0] in own:

@@ -22,24 +22,30 @@ class LabelledStream(io.TextIOBase):
     def __init__(self, stream: io.TextIOBase, current: Callable[[], str | None]) -> None:
         self._stream = stream
         self._current = current
-        self._line = threading.local()  # whether this thread is at the start of a line
+        # This thread's unfinished line: whole lines are written at once, so that lines
+        # of branches running side by side (threads, or forked processes sharing the
+        # stream) never mix within a line.
+        self._pending = threading.local()
 
     def write(self, text: str) -> int:
         name = self._current()
         if name is None or not text:
             return self._stream.write(text)
-        at_start = getattr(self._line, "at_start", True)
-        pieces = []
-        for line in text.splitlines(keepends=True):
-            if at_start:
-                pieces.append(f"[{name}] ")
-            pieces.append(line)
-            at_start = line.endswith("\n")
-        self._line.at_start = at_start
-        self._stream.write("".join(pieces))
-        return len(text)
+        written = len(text)
+        text = getattr(self._pending, "text", "") + text
+        complete, newline, rest = text.rpartition("\n")
+        self._pending.text = rest
+        if newline:
+            self._stream.write("".join(f"[{name}] {line}\n"
+                                       for line in complete.split("\n")))
+        return written
 
     def flush(self) -> None:
+        rest = getattr(self._pending, "text", "")
+        name = self._current()
+        if rest and name is not None:
+            self._pending.text = ""
+            self._stream.write(f"[{name}] {rest}")
         self._stream.flush()
 
     def writable(self) -> bool:
