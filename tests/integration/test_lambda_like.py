@@ -153,7 +153,8 @@ def test_root_logger_prints_as_on_lambda(tmp_path: Path) -> None:
     app = write_app(tmp_path / "app", chain(("Log", task("log"))), {"log": LOGGING})
     code, out, err = run(app, payload={"id": 7})
     assert code == 0, err
-    line = re.compile(r"^\[INFO\]\t\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\t"
+    # A local run labels each line of a function's output with its state and function.
+    line = re.compile(r"^\[Log/log\] \[INFO\]\t\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\t"
                       + re.escape(out) + r"\tprocessed 7$", re.M)
     assert line.search(err), err
 
