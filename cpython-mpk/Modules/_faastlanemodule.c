@@ -534,7 +534,7 @@ PyDoc_STRVAR(Domain_doc,
 "Domain(*, private_heap=False)\n--\n\n"
 "A protection domain: a protection key and a slot of address space tagged\n"
 "with it.  Up to 64 may live (DomainLimitError past that); past 15 the idle\n"
-"ones park: their key goes to the domain being entered (mpk_domain.c).\n"
+"ones park: their key goes to the domain being entered (mpk_keys.c).\n"
 "With private_heap=True every Python allocation of a thread inside the\n"
 "domain lands in its slot (PRIVATE_HEAPS.md).\n"
 "Use enter()/exit() (or `with domain:`) around code that may touch its\n"

@@ -1,4 +1,4 @@
-/* mpk_domain.c -- the policy: slots, keys, the domain table, the gates.
+/* mpk_domain.c -- the policy: slots, the domain table, the gates.
  *
  * State of one slot lives in one atomic word (generation, state, number of
  * threads inside), so the gates need no lock: enter is one compare-and-swap
@@ -6,19 +6,10 @@
  * destruction and allocation change more than the word and take the table
  * lock; they never wait for anything else while holding it.
  *
- * Both implementations live here: with keys (keys_enabled) every gate also
- * writes PKRU and slots are tagged with pkey_mprotect; without keys the same
- * bookkeeping runs and no PKRU instruction is ever reached.
- *
- * Key parking (MPK.md, "Domain lifetime"): x86 has 15 keys but a container
- * may hold more functions, each with a domain for its whole life.  A domain
- * nobody is inside may give its key up: its pages are retagged with the
- * "parking" key, which no PKRU value ever grants, and the key goes to the
- * domain being entered (its pages retagged with it).  A parked domain's
- * memory is therefore readable by no thread at all until its entry gate
- * takes a key again (two pkey_mprotect calls, on the slow path only: with 15
- * or fewer domains nothing is ever parked).  The parking key is the first
- * key given up; from then on 14 keys serve the entered domains.
+ * The policy is the same with or without protection keys.  What keys add --
+ * tagging pages, allocating and freeing keys, parking, the gates' PKRU write
+ * -- is behind mpk_keys.h: mpk_keys.c with keys, mpk_nokeys.c without, one
+ * of them picked once by detect().
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -26,7 +17,8 @@
 
 #include "faastlane_mpk.h"
 #include "mpk_heap.h"
-#include "mpk_sys.h"
+#include "mpk_keys.h"
+#include "mpk_table.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -42,79 +34,23 @@
 #define SIGNAL_SAFE_TLS __attribute__((tls_model("initial-exec")))
 
 /* ====================================================================== */
-/* The slot word                                                          */
-
-#define STATE_FREE 0u
-#define STATE_LIVE 1u
-#define STATE_DYING 2u
-/* Destroy failed half way: the slot (and perhaps its key) is never reused. */
-#define STATE_QUARANTINED 3u
-/* A LIVE domain that gave its key up: the entry gate's fast path refuses it
- * (the compare-and-swap expects the bit clear) and takes the table lock. */
-#define PARKED_BIT (1u << 29)
-#define ENTERED_MASK (PARKED_BIT - 1)
-
-static inline uint64_t
-word_pack(uint32_t generation, unsigned int state, uint32_t entered)
-{
-    return ((uint64_t)generation << 32) | ((uint64_t)state << 30) | entered;
-}
-
-static inline uint32_t
-word_generation(uint64_t w)
-{
-    return (uint32_t)(w >> 32);
-}
-
-static inline unsigned int
-word_state(uint64_t w)
-{
-    return (unsigned int)(w >> 30) & 3u;
-}
-
-static inline uint32_t
-word_entered(uint64_t w)
-{
-    return (uint32_t)w & ENTERED_MASK;
-}
-
-typedef struct {
-    _Atomic uint64_t word;
-    /* Written under the table lock before the word turns LIVE (release),
-     * read by the gates after they see LIVE (acquire). */
-    int key;
-    uint32_t pkru;
-    size_t committed;
-    size_t used;
-    _Atomic uint64_t enters;
-    _Atomic uint64_t exits;
-    _Atomic uint64_t last_exit;  /* the exit clock's value: parking is LRU */
-} slot_t;
-
-/* ====================================================================== */
 /* Process-wide state                                                     */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static int keys_enabled;
+/* No keys until detection says so: the signal path may run before it. */
+static const _PyMPK_KeyOps *keys = &_PyMPK_KeysDisabled;
 static char unavailable_reason[256];
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static slot_t slots[_PyMPK_SLOT_COUNT];
+slot_t _PyMPK_Slots[_PyMPK_SLOT_COUNT];
 /* 0 until the first domain reserves the slots; never changes after. */
 static _Atomic uintptr_t slots_base;
 static int next_slot;       /* round robin: a freed slot rests before reuse */
 static uint64_t live;
 static uint64_t peak_live;
-/* Never granted by any PKRU value: tags the pages of parked domains.  -1
- * until the first domain gives its key up. */
-static int parking_key = -1;
-static uint64_t parked_now;
-static uint64_t parkings;
 static _Atomic uint64_t exit_clock;
 static uint64_t created;
 static uint64_t destroyed;
-static uint64_t keys_allocated;
-static uint64_t keys_freed;
 static uint64_t retired_enters;  /* gate counts of destroyed domains */
 static uint64_t retired_exits;
 static _Atomic uint64_t misuse;
@@ -135,8 +71,8 @@ static _Thread_local int tls_sealed_for_life;
 static _Thread_local char tls_error[320];
 static _Thread_local int tls_errno;
 
-static void
-set_error(int err, const char *fmt, ...)
+void
+_PyMPK_SetError(int err, const char *fmt, ...)
 {
     va_list ap;
     int n;
@@ -191,10 +127,10 @@ static void
 atfork_child(void)
 {
     for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
-        uint64_t w = atomic_load_explicit(&slots[i].word,
+        uint64_t w = atomic_load_explicit(&_PyMPK_Slots[i].word,
                                           memory_order_relaxed);
         uint32_t entered = (i == tls_slot) ? 1 : 0;
-        atomic_store_explicit(&slots[i].word,
+        atomic_store_explicit(&_PyMPK_Slots[i].word,
                               word_pack(word_generation(w), word_state(w),
                                         entered) | (w & PARKED_BIT),
                               memory_order_relaxed);
@@ -206,7 +142,6 @@ static void
 detect(void)
 {
     const char *setting = getenv("FAASTLANE_MPK");
-    int key;
 
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     if (setting != NULL && strcmp(setting, "off") == 0) {
@@ -214,36 +149,10 @@ detect(void)
                  "protection keys disabled by FAASTLANE_MPK=off");
         return;
     }
-#if !defined(__x86_64__)
-    snprintf(unavailable_reason, sizeof(unavailable_reason),
-             "protection keys are implemented for x86-64 only");
-    return;
-#endif
-    if (!_PyMPK_CPUHasPKU()) {
-        snprintf(unavailable_reason, sizeof(unavailable_reason),
-                 "the CPU has no protection keys (CPUID.7.0:ECX.PKU clear, "
-                 "no 'pku' in /proc/cpuinfo)");
+    if (!_PyMPK_KeysProbe(unavailable_reason, sizeof(unavailable_reason))) {
         return;
     }
-    if (!_PyMPK_CPUHasOSPKE()) {
-        snprintf(unavailable_reason, sizeof(unavailable_reason),
-                 "the kernel did not enable protection keys "
-                 "(CPUID.7.0:ECX.OSPKE clear)");
-        return;
-    }
-    /* CPUID can be right while the kernel still refuses keys (built without
-     * CONFIG_X86_INTEL_MEMORY_PROTECTION_KEYS, or a hypervisor that hides
-     * the xsave state): only a real allocation proves they work. */
-    key = _PyMPK_SysPkeyAlloc(0, _PyMPK_PKEY_DISABLE_ACCESS
-                                     | _PyMPK_PKEY_DISABLE_WRITE);
-    if (key < 0) {
-        int err = errno;
-        snprintf(unavailable_reason, sizeof(unavailable_reason),
-                 "pkey_alloc failed: %s (errno %d)", strerror(err), err);
-        return;
-    }
-    _PyMPK_SysPkeyFree(key);
-    keys_enabled = 1;
+    keys = &_PyMPK_KeysEnabled;
 }
 
 void
@@ -256,14 +165,14 @@ int
 _PyMPK_KeysAvailable(void)
 {
     _PyMPK_Init();
-    return keys_enabled;
+    return keys->enforced;
 }
 
 const char *
 _PyMPK_UnavailableReason(void)
 {
     _PyMPK_Init();
-    return keys_enabled ? NULL : unavailable_reason;
+    return keys->enforced ? NULL : unavailable_reason;
 }
 
 /* ====================================================================== */
@@ -309,8 +218,9 @@ reserve_slots(void)
     p = mmap(NULL, mapped, PROT_NONE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
-        set_error(errno, "cannot reserve %zu bytes of address space for "
-                  "protection domains (mmap PROT_NONE|MAP_NORESERVE)", total);
+        _PyMPK_SetError(errno, "cannot reserve %zu bytes of address space "
+                        "for protection domains (mmap PROT_NONE|"
+                        "MAP_NORESERVE)", total);
         return _PyMPK_ERR_SYSTEM;
     }
     start = (uintptr_t)p;
@@ -323,35 +233,6 @@ reserve_slots(void)
     }
     atomic_store_explicit(&slots_base, aligned, memory_order_release);
     return _PyMPK_OK;
-}
-
-/* Give `len` bytes at `addr` the protection `prot` and the slot's key (or
- * key 0 when key < 0 or keys are off). */
-static int
-protect_range(uintptr_t addr, size_t len, int prot, int key)
-{
-    if (keys_enabled) {
-        int k = key < 0 ? 0 : key;
-        if (_PyMPK_SysPkeyMprotect((void *)addr, len, prot, k) != 0) {
-            set_error(errno, "pkey_mprotect(addr=%#lx, len=%zu, prot=%d, "
-                      "pkey=%d) failed", (unsigned long)addr, len, prot, k);
-            return -1;
-        }
-        return 0;
-    }
-    if (mprotect((void *)addr, len, prot) != 0) {
-        set_error(errno, "mprotect(addr=%#lx, len=%zu, prot=%d) failed",
-                  (unsigned long)addr, len, prot);
-        return -1;
-    }
-    return 0;
-}
-
-/* The key a slot's pages carry: its own, the parking key while parked. */
-static int
-tag_of(const slot_t *s)
-{
-    return s->key >= 0 ? s->key : parking_key;
 }
 
 static int
@@ -368,7 +249,7 @@ is_live(_PyMPK_Handle h)
     if (!valid_slot(h.slot)) {
         return 0;
     }
-    w = atomic_load_explicit(&slots[h.slot].word, memory_order_acquire);
+    w = atomic_load_explicit(&_PyMPK_Slots[h.slot].word, memory_order_acquire);
     return word_generation(w) == h.generation && word_state(w) == STATE_LIVE;
 }
 
@@ -381,7 +262,7 @@ _PyMPK_Create(_PyMPK_Handle *out)
     _PyMPK_Status status = _PyMPK_OK;
     slot_t *s = NULL;
     int index = -1;
-    int key = -1;
+    int parked;
 
     _PyMPK_Init();
     if (tls_sealed_slot >= 0) {
@@ -389,8 +270,8 @@ _PyMPK_Create(_PyMPK_Handle *out)
     }
     pthread_mutex_lock(&table_lock);
     if (live >= _PyMPK_MAX_DOMAINS) {
-        set_error(0, "%d protection domains are live, one per address slot: "
-                  "destroy one first", _PyMPK_MAX_DOMAINS);
+        _PyMPK_SetError(0, "%d protection domains are live, one per address "
+                        "slot: destroy one first", _PyMPK_MAX_DOMAINS);
         status = refuse(_PyMPK_ERR_LIMIT);
         goto done;
     }
@@ -400,7 +281,7 @@ _PyMPK_Create(_PyMPK_Handle *out)
     }
     for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
         int candidate = (next_slot + i) % _PyMPK_SLOT_COUNT;
-        uint64_t w = atomic_load_explicit(&slots[candidate].word,
+        uint64_t w = atomic_load_explicit(&_PyMPK_Slots[candidate].word,
                                           memory_order_relaxed);
         if (word_state(w) == STATE_FREE) {
             index = candidate;
@@ -408,37 +289,16 @@ _PyMPK_Create(_PyMPK_Handle *out)
         }
     }
     if (index < 0) {
-        set_error(0, "all %d address slots are quarantined or in use",
-                  _PyMPK_SLOT_COUNT);
+        _PyMPK_SetError(0, "all %d address slots are quarantined or in use",
+                        _PyMPK_SLOT_COUNT);
         status = refuse(_PyMPK_ERR_LIMIT);
         goto done;
     }
-    if (keys_enabled) {
-        /* Allocated access-disabled: pkey_alloc changes the calling
-         * thread's PKRU, and no thread may reach the key but through the
-         * entry gate. */
-        key = _PyMPK_SysPkeyAlloc(0, _PyMPK_PKEY_DISABLE_ACCESS
-                                         | _PyMPK_PKEY_DISABLE_WRITE);
-        if (key < 0 && errno != ENOSPC) {
-            int err = errno;
-            set_error(err, "pkey_alloc(0, PKEY_DISABLE_ACCESS|"
-                      "PKEY_DISABLE_WRITE) failed with %llu domains live",
-                      (unsigned long long)live);
-            status = _PyMPK_ERR_SYSTEM;
-            goto done;
-        }
-        /* Every key is taken: the domain starts parked (it has no pages
-         * yet) and its first entry takes a key from a domain nobody is in. */
-        if (key >= 0) {
-            keys_allocated++;
-        }
-        else {
-            parked_now++;
-        }
+    s = &_PyMPK_Slots[index];
+    status = keys->assign(s, live, &parked);
+    if (status != _PyMPK_OK) {
+        goto done;
     }
-    s = &slots[index];
-    s->key = key;
-    s->pkru = keys_enabled ? _PyMPK_PKRU_FOR_KEY(key) : 0;
     s->committed = 0;
     s->used = 0;
     atomic_store_explicit(&s->enters, 0, memory_order_relaxed);
@@ -449,7 +309,7 @@ _PyMPK_Create(_PyMPK_Handle *out)
         out->generation = word_generation(w);
         atomic_store_explicit(&s->word,
                               word_pack(out->generation, STATE_LIVE, 0)
-                              | (keys_enabled && key < 0 ? PARKED_BIT : 0),
+                              | (parked ? PARKED_BIT : 0),
                               memory_order_release);
     }
     next_slot = (index + 1) % _PyMPK_SLOT_COUNT;
@@ -475,23 +335,16 @@ scrub_and_release(slot_t *s, uintptr_t base)
          * next touch sees zeros.  The kernel ignores PKRU here, so this
          * thread needs no access to the domain. */
         if (madvise((void *)base, s->committed, MADV_DONTNEED) != 0) {
-            set_error(errno, "madvise(addr=%#lx, len=%zu, MADV_DONTNEED) "
-                      "failed while zeroing a domain",
-                      (unsigned long)base, s->committed);
+            _PyMPK_SetError(errno, "madvise(addr=%#lx, len=%zu, "
+                            "MADV_DONTNEED) failed while zeroing a domain",
+                            (unsigned long)base, s->committed);
             return _PyMPK_ERR_SYSTEM;
         }
-        if (protect_range(base, s->committed, PROT_NONE, 0) != 0) {
+        if (keys->tag(base, s->committed, PROT_NONE, 0) != 0) {
             return _PyMPK_ERR_SYSTEM;
         }
     }
-    if (keys_enabled && s->key > 0) {
-        if (_PyMPK_SysPkeyFree(s->key) != 0) {
-            set_error(errno, "pkey_free(%d) failed", s->key);
-            return _PyMPK_ERR_SYSTEM;
-        }
-        keys_freed++;
-    }
-    return _PyMPK_OK;
+    return keys->release(s->key);
 }
 
 _PyMPK_Status
@@ -507,7 +360,7 @@ _PyMPK_Destroy(_PyMPK_Handle h)
     if (!valid_slot(h.slot)) {
         return refuse(_PyMPK_ERR_STALE);
     }
-    s = &slots[h.slot];
+    s = &_PyMPK_Slots[h.slot];
     pthread_mutex_lock(&table_lock);
     w = atomic_load_explicit(&s->word, memory_order_acquire);
     do {
@@ -519,8 +372,8 @@ _PyMPK_Destroy(_PyMPK_Handle h)
         }
         if (word_entered(w) != 0) {
             pthread_mutex_unlock(&table_lock);
-            set_error(0, "%u thread(s) are inside this domain",
-                      (unsigned int)word_entered(w));
+            _PyMPK_SetError(0, "%u thread(s) are inside this domain",
+                            (unsigned int)word_entered(w));
             return refuse(_PyMPK_ERR_BUSY);
         }
         /* DYING shuts the entry gate before the memory goes away. */
@@ -528,9 +381,6 @@ _PyMPK_Destroy(_PyMPK_Handle h)
                  &s->word, &w, word_pack(h.generation, STATE_DYING, 0),
                  memory_order_acq_rel, memory_order_acquire));
 
-    if (w & PARKED_BIT) {
-        parked_now--;
-    }
     /* The heap's bookkeeping lies outside the slot; its memory inside goes
      * with the scrub. */
     _PyMPK_HeapForget(h.slot);
@@ -560,81 +410,16 @@ _PyMPK_Destroy(_PyMPK_Handle h)
     return _PyMPK_OK;
 }
 
-/* ====================================================================== */
-/* Key parking (the table lock is held)                                   */
-
-/* Take the key of the least recently exited domain nobody is inside: park
- * it (retag its pages with the parking key) and return its key, or -1.  The
- * compare-and-swap that sets its PARKED_BIT races only with entry gates'
- * fast paths: a gate that won keeps the domain, and the next one is tried. */
-static int
-park_one(int except)
-{
-    for (;;) {
-        int victim = -1;
-        uint64_t oldest = UINT64_MAX, w;
-        int key;
-        for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
-            uint64_t wi = atomic_load_explicit(&slots[i].word,
-                                               memory_order_acquire);
-            uint64_t t = atomic_load_explicit(&slots[i].last_exit,
-                                              memory_order_relaxed);
-            if (i != except && word_state(wi) == STATE_LIVE
-                && !(wi & PARKED_BIT) && word_entered(wi) == 0
-                && slots[i].key > 0 && t < oldest)
-            {
-                victim = i;
-                oldest = t;
-            }
-        }
-        if (victim < 0) {
-            return -1;
-        }
-        w = atomic_load_explicit(&slots[victim].word, memory_order_acquire);
-        if (word_state(w) != STATE_LIVE || (w & PARKED_BIT)
-            || word_entered(w) != 0
-            || !atomic_compare_exchange_strong_explicit(
-                   &slots[victim].word, &w, w | PARKED_BIT,
-                   memory_order_acq_rel, memory_order_acquire))
-        {
-            continue;  /* entered meanwhile: look again */
-        }
-        key = slots[victim].key;
-        if (parking_key < 0) {
-            /* The first key given up becomes the parking key: the victim's
-             * pages already carry it, and no PKRU value will grant it. */
-            parking_key = key;
-            slots[victim].key = -1;
-            parked_now++;
-            parkings++;
-            continue;
-        }
-        if (slots[victim].committed != 0
-            && protect_range(_PyMPK_SlotBase(victim), slots[victim].committed,
-                             PROT_READ | PROT_WRITE, parking_key) != 0)
-        {
-            /* Still tagged with its key: give the domain its key back. */
-            atomic_fetch_and_explicit(&slots[victim].word, ~(uint64_t)PARKED_BIT,
-                                      memory_order_release);
-            return -2;
-        }
-        slots[victim].key = -1;
-        slots[victim].pkru = 0;
-        parked_now++;
-        parkings++;
-        return key;
-    }
-}
-
-/* The slow entry gate of a parked domain: give it a key (a free one, or one
- * taken from a domain nobody is inside), retag its pages, then count this
- * thread in -- all under the table lock, so no other gate or park runs. */
+/* The slow entry gate of a parked domain (with keys only: nothing parks
+ * without them): the key implementation gives it a key and retags its pages,
+ * then this thread counts in -- all under the table lock, so no other gate
+ * or park runs. */
 static _PyMPK_Status
 unpark_and_enter(_PyMPK_Handle h)
 {
-    slot_t *s = &slots[h.slot];
+    slot_t *s = &_PyMPK_Slots[h.slot];
+    _PyMPK_Status status;
     uint64_t w;
-    int key;
 
     pthread_mutex_lock(&table_lock);
     w = atomic_load_explicit(&s->word, memory_order_acquire);
@@ -648,36 +433,12 @@ unpark_and_enter(_PyMPK_Handle h)
         pthread_mutex_unlock(&table_lock);
         return _PyMPK_OK;
     }
-    key = _PyMPK_SysPkeyAlloc(0, _PyMPK_PKEY_DISABLE_ACCESS
-                                     | _PyMPK_PKEY_DISABLE_WRITE);
-    if (key >= 0) {
-        keys_allocated++;
-    }
-    else {
-        key = park_one(h.slot);
-    }
-    if (key == -1) {
+    status = keys->unpark(h.slot);
+    if (status != _PyMPK_OK) {
         pthread_mutex_unlock(&table_lock);
-        set_error(0, "every protection key is held by a domain with a thread "
-                  "inside (%d at most at once): no key for this domain now",
-                  _PyMPK_MAX_LIVE - 1);
-        return refuse(_PyMPK_ERR_LIMIT);
+        /* No key free right now counts as misuse, like too many domains. */
+        return status == _PyMPK_ERR_LIMIT ? refuse(status) : status;
     }
-    if (key < 0
-        || (s->committed != 0
-            && protect_range(_PyMPK_SlotBase(h.slot), s->committed,
-                             PROT_READ | PROT_WRITE, key) != 0))
-    {
-        /* The key (if any) goes back unused; the domain stays parked. */
-        if (key >= 0 && _PyMPK_SysPkeyFree(key) == 0) {
-            keys_freed++;
-        }
-        pthread_mutex_unlock(&table_lock);
-        return _PyMPK_ERR_SYSTEM;
-    }
-    s->key = key;
-    s->pkru = _PyMPK_PKRU_FOR_KEY(key);
-    parked_now--;
     /* Release: a fast-path gate that sees the bit clear reads the new pkru. */
     atomic_store_explicit(&s->word, (w & ~(uint64_t)PARKED_BIT) + 1,
                           memory_order_release);
@@ -688,7 +449,10 @@ unpark_and_enter(_PyMPK_Handle h)
 /* ====================================================================== */
 /* Gates                                                                  */
 
-_PyMPK_Status
+/* noinline: _PyMPK_EnterSealed calls this one copy.  -O3 would inline a
+ * second one there: 600 bytes more of the interpreter's code to save one
+ * call per sealed run. */
+__attribute__((noinline)) _PyMPK_Status
 _PyMPK_Enter(_PyMPK_Handle h)
 {
     slot_t *s;
@@ -703,7 +467,7 @@ _PyMPK_Enter(_PyMPK_Handle h)
     if (tls_slot >= 0) {
         return refuse(_PyMPK_ERR_NESTED);
     }
-    s = &slots[h.slot];
+    s = &_PyMPK_Slots[h.slot];
     w = atomic_load_explicit(&s->word, memory_order_acquire);
     do {
         if (word_generation(w) != h.generation
@@ -731,9 +495,7 @@ _PyMPK_Enter(_PyMPK_Handle h)
     tls_generation = h.generation;
     atomic_signal_fence(memory_order_seq_cst);
     tls_slot = h.slot;
-    if (keys_enabled) {
-        _PyMPK_GateWrite(&tls_pkru);
-    }
+    _PyMPK_KeysWritePKRU(keys, &tls_pkru);
     /* From here on the thread's allocations go to the domain's private
      * heap, if it has one (mpk_heap.c). */
     _PyMPK_HeapAttach(h);
@@ -754,13 +516,11 @@ _PyMPK_Exit(_PyMPK_Handle h)
     {
         return refuse(_PyMPK_ERR_NOT_ENTERED);
     }
-    s = &slots[h.slot];
+    s = &_PyMPK_Slots[h.slot];
     _PyMPK_HeapDetach();
     tls_pkru = _PyMPK_PKRU_SHARED;
     atomic_signal_fence(memory_order_seq_cst);
-    if (keys_enabled) {
-        _PyMPK_GateWrite(&tls_pkru);
-    }
+    _PyMPK_KeysWritePKRU(keys, &tls_pkru);
     tls_slot = -1;
     atomic_fetch_add_explicit(&s->exits, 1, memory_order_relaxed);
     atomic_store_explicit(&s->last_exit,
@@ -821,11 +581,7 @@ uint32_t
 _PyMPK_RestoreThreadPKRU(void)
 {
     uint32_t value = tls_pkru;
-    if (!keys_enabled) {
-        return 0;
-    }
-    _PyMPK_GateWrite(&value);
-    return value;
+    return _PyMPK_KeysWritePKRU(keys, &value);
 }
 
 int
@@ -854,12 +610,13 @@ _PyMPK_Alloc(_PyMPK_Handle h, size_t size, size_t align, void **out)
     _PyMPK_Status status = _PyMPK_OK;
     slot_t *s;
     size_t start;
+    int tag;
 
     if (size == 0 || align == 0 || (align & (align - 1)) != 0
         || align > _PyMPK_SLOT_SIZE)
     {
-        set_error(0, "bad allocation request (size=%zu, align=%zu)",
-                  size, align);
+        _PyMPK_SetError(0, "bad allocation request (size=%zu, align=%zu)",
+                        size, align);
         return _PyMPK_ERR_INVALID;
     }
     pthread_mutex_lock(&table_lock);
@@ -867,18 +624,19 @@ _PyMPK_Alloc(_PyMPK_Handle h, size_t size, size_t align, void **out)
         status = refuse(_PyMPK_ERR_STALE);
         goto done;
     }
-    s = &slots[h.slot];
-    if (keys_enabled && tag_of(s) < 0) {
+    s = &_PyMPK_Slots[h.slot];
+    tag = keys->tag_of(s->key);
+    if (tag < 0) {
         /* Parked before any key was given up: pages committed now would
          * carry key 0.  Only a thread inside (which unparks) may grow it. */
-        set_error(0, "the domain is parked: enter it before allocating");
+        _PyMPK_SetError(0, "the domain is parked: enter it before allocating");
         status = refuse(_PyMPK_ERR_INVALID);
         goto done;
     }
     start = (s->used + align - 1) & ~(align - 1);
     if (start > _PyMPK_SLOT_SIZE || size > _PyMPK_SLOT_SIZE - start) {
-        set_error(0, "a domain slot holds %zu bytes: %zu are used, %zu more "
-                  "requested", _PyMPK_SLOT_SIZE, s->used, size);
+        _PyMPK_SetError(0, "a domain slot holds %zu bytes: %zu are used, "
+                        "%zu more requested", _PyMPK_SLOT_SIZE, s->used, size);
         status = _PyMPK_ERR_NOSPACE;
         goto done;
     }
@@ -886,8 +644,8 @@ _PyMPK_Alloc(_PyMPK_Handle h, size_t size, size_t align, void **out)
         size_t end = (start + size + _PyMPK_COMMIT_STEP - 1)
                      & ~(_PyMPK_COMMIT_STEP - 1);
         uintptr_t base = _PyMPK_SlotBase(h.slot);
-        if (protect_range(base + s->committed, end - s->committed,
-                          PROT_READ | PROT_WRITE, tag_of(s)) != 0)
+        if (keys->tag(base + s->committed, end - s->committed,
+                      PROT_READ | PROT_WRITE, tag) != 0)
         {
             status = _PyMPK_ERR_SYSTEM;
             goto done;
@@ -914,7 +672,7 @@ _PyMPK_Info(_PyMPK_Handle h, _PyMPK_DomainInfo *out)
         pthread_mutex_unlock(&table_lock);
         return _PyMPK_ERR_STALE;
     }
-    s = &slots[h.slot];
+    s = &_PyMPK_Slots[h.slot];
     out->key = s->key;
     out->pkru = s->pkru;
     out->base = _PyMPK_SlotBase(h.slot);
@@ -936,19 +694,20 @@ _PyMPK_GetCounters(_PyMPK_Counters *out)
     out->destroyed = destroyed;
     out->enters = retired_enters;
     out->exits = retired_exits;
+    out->parked = 0;
+    /* The PARKED bit changes only under the lock (create, park, unpark,
+     * destroy): counting the bits counts the parked domains. */
     for (int i = 0; i < _PyMPK_SLOT_COUNT; i++) {
-        out->enters += atomic_load_explicit(&slots[i].enters,
-                                            memory_order_relaxed);
-        out->exits += atomic_load_explicit(&slots[i].exits,
-                                           memory_order_relaxed);
+        slot_t *s = &_PyMPK_Slots[i];
+        uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+        out->enters += atomic_load_explicit(&s->enters, memory_order_relaxed);
+        out->exits += atomic_load_explicit(&s->exits, memory_order_relaxed);
+        out->parked += (w & PARKED_BIT) != 0;
     }
     out->misuse = atomic_load_explicit(&misuse, memory_order_relaxed);
-    out->keys_allocated = keys_allocated;
-    out->keys_freed = keys_freed;
     out->live = live;
     out->peak_live = peak_live;
-    out->parked = parked_now;
-    out->parkings = parkings;
+    keys->count(out);
     pthread_mutex_unlock(&table_lock);
 }
 
@@ -959,9 +718,9 @@ _PyMPK_SlotKey(int slot)
     if (!valid_slot(slot)) {
         return -1;
     }
-    w = atomic_load_explicit(&slots[slot].word, memory_order_acquire);
+    w = atomic_load_explicit(&_PyMPK_Slots[slot].word, memory_order_acquire);
     if (word_state(w) != STATE_LIVE) {
         return -1;
     }
-    return slots[slot].key;
+    return _PyMPK_Slots[slot].key;
 }
