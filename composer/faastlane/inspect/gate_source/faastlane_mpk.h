@@ -8,12 +8,15 @@
  * Layers (one concern per file, like wasmtime's vm/mpk):
  *   mpk_sys.c     raw pkey_* syscalls through syscall(2)
  *   mpk_pkru.c    CPUID detection, RDPKRU and the checked WRPKRU gate
- *   mpk_domain.c  the policy: slots, keys, domain table, gates, counters
+ *   mpk_domain.c  the policy: slots, domain table, gates, counters
+ *   mpk_keys.h    what the policy asks of keys, implemented twice:
+ *     mpk_keys.c    with keys: tagging, key allocation, parking, PKRU
+ *     mpk_nokeys.c  the same surface unenforced
  *   mpk_signal.c  the signal path: PKRU restore and the fault reporter
  *   _faastlanemodule.c   the Python binding (the only file that includes Python.h)
  *
- * The policy runs in one of two implementations chosen once at first use:
- * "keys" (hardware protection keys work here) and "no-keys" (the same
+ * The policy runs with one of two key implementations chosen once at first
+ * use: "keys" (hardware protection keys work here) and "no-keys" (the same
  * bookkeeping -- slots, handles, counters, gate misuse checks -- with no
  * PKRU instruction ever executed), like wasmtime's enabled.rs/disabled.rs.
  *
@@ -40,7 +43,7 @@ extern "C" {
  * reuse and so that a later design can keep more domains than keys. */
 #define _PyMPK_SLOT_COUNT 64
 /* x86 has 16 keys and key 0 is everybody's: at most 15 domains hold keys
- * at once.  More may live: idle ones park (mpk_domain.c), one per slot. */
+ * at once.  More may live: idle ones park (mpk_keys.c), one per slot. */
 #define _PyMPK_MAX_LIVE 15
 #define _PyMPK_MAX_DOMAINS _PyMPK_SLOT_COUNT
 /* Memory inside a slot becomes usable (read/write + tagged) in steps of

@@ -1,9 +1,9 @@
 /* mpk_pkru.c -- the x86 instructions: CPUID detection, RDPKRU, the gate.
  *
  * Nothing here checks whether keys are usable: RDPKRU and WRPKRU raise
- * SIGILL unless the OS set CR4.PKE, so only the policy layer (mpk_domain.c),
- * after CPUID and a successful pkey_alloc, may call _PyMPK_ReadPKRU() or
- * _PyMPK_GateWrite().
+ * SIGILL unless the OS set CR4.PKE, so _PyMPK_GateWrite() is called only
+ * through mpk_keys.h, once detection (CPUID and a real pkey_alloc) chose
+ * keys, and _PyMPK_ReadPKRU() only after _PyMPK_KeysAvailable().
  */
 #include "faastlane_mpk.h"
 
