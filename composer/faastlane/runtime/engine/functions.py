@@ -25,6 +25,7 @@ from .lambda_context import LambdaContext
 LAMBDA = "lambda"
 OPENWHISK = "openwhisk"
 EXIT_ERROR = "Runtime.ExitError"
+HANDLER_NOT_FOUND = "Runtime.HandlerNotFound"
 MARSHAL_ERROR = "Runtime.MarshalError"
 # The runtime package (this file is in its engine/): its frames are left out of stack traces.
 _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -70,8 +71,7 @@ class LoadedFunction:
         self.module = module
         entry = getattr(module, spec.entry, None)
         if not callable(entry):
-            raise StatesError("Runtime.HandlerNotFound",
-                              f"{spec.module_file} has no callable {spec.entry!r}")
+            raise StatesError(HANDLER_NOT_FOUND, handler_not_found(spec))
         self.entry: Callable[..., Any] = entry
 
     def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
@@ -88,6 +88,27 @@ class LoadedFunction:
             raise
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code
             raise failure(self.spec.name, exc, context.aws_request_id) from None
+
+
+def handler_not_found(spec: FunctionSpec) -> str:
+    """Lambda's words (awslambdaric) for a module without the handler it was given:
+    the module as the handler string names it (``lambda_function``, ``pkg.mod``)."""
+    module = os.path.splitext(os.path.relpath(spec.module_file, spec.search_path))[0]
+    return f"Handler '{spec.entry}' missing on module '{module.replace(os.sep, '.')}'"
+
+
+class MissingHandler:
+    """A function whose module has no such handler (deleted after compose, say): every
+    invocation fails as on Lambda, with ``Runtime.HandlerNotFound`` -- the module's
+    set-up has run, as Lambda's init does."""
+
+    def __init__(self, spec: FunctionSpec) -> None:
+        self.spec = spec
+
+    def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
+        context = LambdaContext(self.spec.name, timeout_seconds)
+        raise lambda_error(HANDLER_NOT_FOUND, handler_not_found(self.spec),
+                           context.aws_request_id)
 
 
 def call_entry(entry: Callable[..., Any], style: str, event: Any,
@@ -182,7 +203,7 @@ class FunctionRegistry:
         self.root = root
         self.specs = specs
         self._private_loader = private_loader
-        self._loaded: dict[str, LoadedFunction] = {}
+        self._loaded: dict[str, Invocable] = {}
         self._private: dict[str, Invocable] = {}
 
     def preload(self, private: bool = False, kept_escapes: tuple[str, ...] = ()) -> None:
@@ -205,11 +226,23 @@ class FunctionRegistry:
                 if self._private_loader is None:
                     raise StatesError(RUNTIME, "isolation mpk: this Orchestrator was made "
                                                "without a private-heap loader")
-                found = self._private[name] = self._private_loader(
-                    self.root, self._spec(name), keep_escapes)
+                found = self._private[name] = _or_missing(
+                    self._spec(name),
+                    lambda: self._private_loader(self.root, self._spec(name), keep_escapes))
             return found
         loaded = self._loaded.get(name)
         if loaded is None:
-            loaded = LoadedFunction(self._spec(name), load_module(self.root, self._spec(name)))
-            self._loaded[name] = loaded
+            loaded = self._loaded[name] = _or_missing(
+                self._spec(name),
+                lambda: LoadedFunction(self._spec(name), load_module(self.root, self._spec(name))))
         return loaded
+
+
+def _or_missing(spec: FunctionSpec, load: Callable[[], Invocable]) -> Invocable:
+    """The loaded function; one without its handler fails the states that call it."""
+    try:
+        return load()
+    except StatesError as error:
+        if error.error != HANDLER_NOT_FOUND:
+            raise
+        return MissingHandler(spec)
