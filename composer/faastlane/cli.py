@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
+from faastlane.asl.problem import Problem, summary
 from faastlane.compose.action import check_app, compose
 from faastlane.compose.app import load_app
 from faastlane.deploy.commands import COMMANDS as DEPLOY_COMMANDS
@@ -96,20 +97,20 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
     return parser, commands.choices
 
 
-def _print_problems(problems: list, stream) -> None:
+def _print_problems(problems: list[Problem], app: str, stream) -> None:
+    """Each problem on one line, in its file: ``APP/workflow.json: /States/A/Next: ...``."""
     for problem in problems:
-        stream.write(f"{problem.pointer or '/'}: {problem.message}\n")
+        stream.write(problem.render(app) + "\n")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     app = load_app(args.app)
     _, problems = check_app(app)
     if args.json:
-        print(json.dumps([{"pointer": p.pointer, "message": p.message} for p in problems],
-                         indent=2))
+        print(json.dumps([problem.as_json() for problem in problems], indent=2))
     elif problems:
-        _print_problems(problems, sys.stdout)
-        print(f"{len(problems)} problem(s) in {os.path.join(args.app, 'workflow.json')}")
+        _print_problems(problems, args.app, sys.stdout)
+        print(summary(problems, args.app))
     else:
         print(f"{os.path.join(args.app, 'workflow.json')} is valid")
     return 1 if problems else 0
@@ -204,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except InvalidWorkflow as exc:
-        _print_problems(exc.problems, sys.stderr)
+        _print_problems(exc.problems, exc.app, sys.stderr)
         sys.stderr.write(f"faastlane: {exc}\n")
         return exc.exit_code
     except FaastlaneError as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from faastlane.asl.problem import Problem
+from faastlane.asl.problem import Problem, summary
 
 
 class FaastlaneError(Exception):
@@ -21,10 +21,10 @@ class InvalidWorkflow(FaastlaneError):
 
     exit_code = 3
 
-    def __init__(self, problems: list[Problem], source: str = "workflow.json") -> None:
-        super().__init__(f"{len(problems)} problem(s) in {source}")
+    def __init__(self, problems: list[Problem], app: str = "") -> None:
+        super().__init__(summary(problems, app))
         self.problems = problems
-        self.source = source
+        self.app = app  # the app folder as the user named it: problems' files are in it
 
 
 class IsolationUnavailable(FaastlaneError):

@@ -98,7 +98,10 @@ def test_validate_lists_every_problem_with_pointers_and_run_refuses(app_dir: Pat
     write_app(app_dir, workflow, {"echo": ECHO})
     done = faastlane("validate", str(app_dir))
     assert done.code == 1
-    pointers = {line.split(": ", 1)[0] for line in done.stdout.splitlines() if ": " in line}
+    # Each problem on a line of its own: FILE: POINTER: message.
+    prefix = f"{app_dir / 'workflow.json'}: "
+    pointers = {line[len(prefix):].split(": ", 1)[0] for line in done.stdout.splitlines()
+                if line.startswith(prefix)}
     assert {"/States/First/Resource", "/States/First/Next", "/States/Orphan",
             "/States/Bad/InputPath"} <= pointers
     refused = faastlane("run", str(app_dir))

@@ -92,15 +92,17 @@ def test_five_distinct_problems_are_all_reported_with_their_pointers() -> None:
             "Fourth": {"Type": "Pass", "Parameters": {"x.$": 7}, "End": True},
         },
     }
+    # Root causes first, by pointer; then the states left unreachable ("Nowhere" is close
+    # to no state's name, so they are not attributed to it), by pointer.
     assert pointers(definition, functions={"other_fn"}) == [
         "/States/First/Next",  # unknown Next
         "/States/First/Resource",  # no function code
-        "/States/Fourth",  # unreachable
         "/States/Fourth/Parameters/x.$",  # '.$' key with a non-string value
-        "/States/Second",  # unreachable
         "/States/Second/InputPath",  # path that does not parse
-        "/States/Third",  # unreachable
         "/States/Third/Seconds",  # wrong field type
+        "/States/Fourth",  # unreachable
+        "/States/Second",  # unreachable
+        "/States/Third",  # unreachable
     ]
 
 
@@ -459,9 +461,11 @@ def choice(*rules: Any, **fields: Any) -> dict[str, Any]:
         # Without a usable Next, Done is also unreachable.
         ({"Variable": "$.x", "StringEquals": "a"}, ["/States/C/Choices/0", "/States/Done"]),
         (
-            {"Variable": "$.x", "StringEquals": "a", "Next": "Gone"},
+            {"Variable": "$.x", "StringEquals": "a", "Next": "Gone at all"},
             ["/States/C/Choices/0/Next", "/States/Done"],
         ),
+        # A misspelt Next: Done is unreachable only because of it (said in its message).
+        ({"Variable": "$.x", "StringEquals": "a", "Next": "Gone"}, ["/States/C/Choices/0/Next"]),
         (
             {"Variable": "$.x", "StringEquals": "a", "Next": "Done", "Weight": 1},
             ["/States/C/Choices/0/Weight"],
@@ -546,8 +550,9 @@ def test_retriers(retriers: Any, expected: list[str]) -> None:
     ("catchers", "expected"),
     [
         ([{"ErrorEquals": ["X"], "Next": "H", "ResultPath": "$.err"}], []),
-        ([{"ErrorEquals": ["X"]}], ["/States/H", "/States/S/Catch/0"]),
-        ([{"ErrorEquals": ["X"], "Next": "Nope"}], ["/States/H", "/States/S/Catch/0/Next"]),
+        # H is unreachable: a consequence, listed after the cause.
+        ([{"ErrorEquals": ["X"]}], ["/States/S/Catch/0", "/States/H"]),
+        ([{"ErrorEquals": ["X"], "Next": "Nope"}], ["/States/S/Catch/0/Next", "/States/H"]),
         (
             [{"ErrorEquals": ["X"], "Next": "H", "ResultPath": "$.a[*]"}],
             ["/States/S/Catch/0/ResultPath"],
@@ -631,10 +636,10 @@ def test_parallel_branches_are_validated_as_sub_machines() -> None:
     assert pointers(definition) == [
         "/States/P/Branches/0/States",
         "/States/P/Branches/0/States/A/Next",
-        "/States/P/Branches/1/States/C",
         "/States/P/Branches/2",
         "/States/P/Branches/2/Extra",
         "/States/P/Branches/3",
+        "/States/P/Branches/1/States/C",  # unreachable: listed after the other problems
     ]
 
 

@@ -16,7 +16,7 @@ from faastlane.runtime.asl.jsonpath import PathSyntaxError, check_path, check_re
 
 from . import fields as F
 from . import jsonata_syntax as jsonata
-from .problem import Problem, child
+from .problem import Problem, child, closest, did_you_mean
 
 # Any ARN (Task resources of AWS integrations, Map ItemReader/ResultWriter resources).
 ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(?P<service>[a-z0-9-]+):[^:]*:[^:]*:.+$")
@@ -61,9 +61,13 @@ class Checker:
         self.top_language = F.JSONPATH
         # State name -> pointer of the ``States`` object that defines it (whole document).
         self.owner: dict[str, str] = {}
+        # A transition naming no state, but close to one: its pointer -> (the index of
+        # its problem, the state it probably meant). Reachability folds the states left
+        # unreachable only by that misspelling into that problem.
+        self.misspelt: dict[str, tuple[int, str]] = {}
 
-    def report(self, where: str, message: str) -> None:
-        self.problems.append(Problem(where, message))
+    def report(self, where: str, message: str, *, secondary: bool = False) -> None:
+        self.problems.append(Problem(where, message, secondary=secondary))
 
     def check_fields(
         self, node: dict[str, Any], where: str, spec: F.StateFields, language: str, what: str
@@ -80,7 +84,8 @@ class Checker:
                     f"{key} is a {other_language(language)} field and this {what} uses {language}",
                 )
             else:
-                self.report(child(where, key), f"unknown field {key!r} in {what}")
+                hint = did_you_mean(key, allowed)
+                self.report(child(where, key), f"unknown field {key!r} in {what}{hint}")
 
     def check_plain_fields(
         self, node: dict[str, Any], where: str, allowed: Iterable[str], what: str
@@ -89,9 +94,11 @@ class Checker:
         allowed = frozenset(allowed)
         for key in node:
             if key not in allowed:
+                hint = did_you_mean(key, allowed)
                 self.report(
                     child(where, key),
-                    f"unknown field {key!r} in {what} (allowed: {', '.join(sorted(allowed))})",
+                    f"unknown field {key!r} in {what}{hint}"
+                    f" (allowed: {', '.join(sorted(allowed))})",
                 )
 
     def expect_object(self, value: Any, where: str, what: str) -> bool:
@@ -287,7 +294,13 @@ class Checker:
                     " (sub-)machine: transitions stay within one States object",
                 )
             else:
-                self.report(where, f"no state named {value!r} in this state machine")
+                meant = closest(value, names)
+                if meant is not None:
+                    self.misspelt[where] = (len(self.problems), meant)
+                self.report(
+                    where,
+                    f"no state named {value!r} in this state machine{did_you_mean(value, names)}",
+                )
 
     def machine(self, node: Any, where: str, allowed: frozenset[str], what: str) -> None:
         """Validate a (sub-)machine; implemented by the validator."""

@@ -10,7 +10,7 @@ from faastlane.runtime.asl.choice import COMPARATORS, parse_timestamp
 from . import fields as F
 from . import jsonata_syntax as jsonata
 from .checker import Checker, is_number
-from .problem import child
+from .problem import child, did_you_mean
 
 _KIND_WORDS = {
     "string": "a string",
@@ -89,6 +89,7 @@ class ChoiceChecks(Checker):
                     f"{key} is a JSONata field and this {what} uses JSONPath"
                     if key in F.CHOICE_RULE.jsonata
                     else f"unknown field {key!r} in {what}"
+                    f"{did_you_mean(key, structural | set(COMPARATORS))}"
                 )
                 self.report(child(where, key), message)
         operators = [key for key in ("And", "Or", "Not") if key in rule]

@@ -20,7 +20,8 @@ execution can never disagree on what is valid.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from faastlane.runtime.asl.choice import parse_timestamp
@@ -32,7 +33,7 @@ from .checker import ARN, is_int, json_type
 from .choice_rules import ChoiceChecks
 from .error_handling import ErrorHandlingChecks
 from .map_state import MapChecks
-from .problem import Problem, child, sort_key
+from .problem import Problem, child, did_you_mean, sort_key
 
 # Limits from the Step Functions developer guide ("Quotas" and the state pages).
 MAX_STATE_NAME = 80
@@ -51,6 +52,13 @@ _PLACEHOLDER = re.compile(r"^\$\{[A-Za-z0-9_.:-]+\}$")
 
 class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
     """Walks a definition once and collects every problem it finds."""
+
+    def __init__(self, functions: Collection[str] | None,
+                 unusable: Mapping[str, Problem] | None = None) -> None:
+        super().__init__(functions)
+        # Functions whose code is there but cannot be called: a Task naming one reports
+        # the function's own problem (in its file), not "add functions/NAME.py".
+        self.unusable = dict(unusable or {})
 
     def machine(self, node: Any, where: str, allowed: frozenset[str], what: str) -> None:
         """A state machine: the top level, a Parallel branch or a Map item processor."""
@@ -78,7 +86,10 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
                 child(where, "StartAt"), f"StartAt must be a string, not {json_type(start)}"
             )
         elif start not in states:
-            self.report(child(where, "StartAt"), f"StartAt names {start!r}, which is not in States")
+            self.report(
+                child(where, "StartAt"),
+                f"StartAt names {start!r}, which is not in States{did_you_mean(start, states)}",
+            )
 
         names = frozenset(states)
         for name, state in states.items():
@@ -124,16 +135,31 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
             )
         if start is None:
             return  # already reported; reachability would only repeat it
-        seen = {start}
-        todo = [start]
-        while todo:
-            for target in _transitions(states[todo.pop()]):
-                if target in states and target not in seen:
-                    seen.add(target)
-                    todo.append(target)
+        seen = _closure(states, {start}, set())
+        # A misspelt transition (a Next close to a state's name) leaves the states only
+        # it would lead to unreachable: those are folded into its problem, not listed.
+        folded: dict[int, list[str]] = {}
+        grown = True
+        while grown:
+            grown = False
+            for name in [name for name in states if name in seen]:
+                for at, _ in _transition_fields(states[name], child(states_at, name)):
+                    index, meant = self.misspelt.get(at, (None, None))
+                    if index is None or meant not in states or meant in seen:
+                        continue
+                    found = _closure(states, {meant}, seen)
+                    seen |= found
+                    folded.setdefault(index, []).extend(n for n in states if n in found)
+                    grown = True
+        for index, lost in folded.items():
+            problem = self.problems[index]
+            self.problems[index] = replace(
+                problem, message=f"{problem.message} (and {_states(lost)} unreachable"
+                                 " because of it)")
         for name in states:
             if name not in seen:
-                self.report(child(states_at, name), f"state {name!r} is unreachable from StartAt")
+                self.report(child(states_at, name), f"state {name!r} is unreachable from StartAt",
+                            secondary=True)
 
     def state(self, node: Any, where: str, names: frozenset[str]) -> None:
         """One state: its type, fields, transitions and type-specific rules."""
@@ -146,7 +172,8 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
         if kind not in F.STATE_FIELDS:
             self.report(
                 child(where, "Type"),
-                f"unknown state Type {kind!r} (one of: {', '.join(F.STATE_FIELDS)})",
+                f"unknown state Type {kind!r}{did_you_mean(kind, F.STATE_FIELDS)}"
+                f" (one of: {', '.join(F.STATE_FIELDS)})",
             )
             return
         language = self.language(node, where)
@@ -300,10 +327,15 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
             return
         if target.function is None or target.function in self.functions:
             return
+        if target.function in self.unusable:
+            self.problems.append(self.unusable[target.function])
+            return
         provided = ", ".join(sorted(self.functions)) or "none"
         self.report(
             name_at if target.invoke_shape else at,
-            f"no function code for {target.function!r}: add functions/{target.function}.py"
+            f"no function code for {target.function!r}"
+            f"{did_you_mean(target.function, self.functions)}:"
+            f" add functions/{target.function}.py"
             f" or functions/{target.function}/ (the app provides: {provided})",
         )
 
@@ -340,25 +372,49 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
         self.machine(node, "", F.TOP_LEVEL, "a state machine")
 
 
-def _transitions(state: Any) -> list[str]:
-    """Names a state can move to, whatever else is wrong with it (for reachability)."""
+def _transition_fields(state: Any, where: str) -> list[tuple[str, str]]:
+    """A state's transitions, whatever else is wrong with it: (pointer, target name)."""
     if not isinstance(state, dict):
         return []
-    targets = [state.get("Next"), state.get("Default")]
+    fields = [(child(where, key), state.get(key)) for key in ("Next", "Default")]
     for key in ("Choices", "Catch"):
         items = state.get(key)
         if isinstance(items, list):
-            targets += [item.get("Next") for item in items if isinstance(item, dict)]
-    return [target for target in targets if isinstance(target, str)]
+            fields += [(child(where, key, index, "Next"), item.get("Next"))
+                       for index, item in enumerate(items) if isinstance(item, dict)]
+    return [(at, target) for at, target in fields if isinstance(target, str)]
 
 
-def validate(definition: Any, functions: Collection[str] | None = None) -> list[Problem]:
-    """Every problem in an ASL ``definition``, sorted by JSON pointer.
+def _closure(states: dict[str, Any], start: set[str], seen: set[str]) -> set[str]:
+    """The states reachable from ``start`` (themselves included) that are not in ``seen``."""
+    found = {name for name in start if name in states and name not in seen}
+    todo = list(found)
+    while todo:
+        for _, target in _transition_fields(states[todo.pop()], ""):
+            if target in states and target not in seen and target not in found:
+                found.add(target)
+                todo.append(target)
+    return found
+
+
+def _states(names: Iterable[str]) -> str:
+    """"state 'B'", "states 'B', 'C'" or "8 states": what a folded problem mentions."""
+    names = list(names)
+    if len(names) > 3:
+        return f"{len(names)} states"
+    return ("state " if len(names) == 1 else "states ") + ", ".join(map(repr, names))
+
+
+def validate(definition: Any, functions: Collection[str] | None = None,
+             unusable: Mapping[str, Problem] | None = None) -> list[Problem]:
+    """Every problem in an ASL ``definition``, most important first, then by pointer.
 
     ``functions`` names the functions the app provides; when given, every Task whose
     Resource names a Lambda function must name one of them. ``None`` skips that check
-    (the definition is validated structurally only).
+    (the definition is validated structurally only). ``unusable`` maps the names of
+    functions whose code exists but cannot be called to the problem that says why
+    (reported if, and only if, a Task names the function).
     """
-    validator = _Validator(functions)
+    validator = _Validator(functions, unusable)
     validator.definition(definition)
     return sorted(set(validator.problems), key=sort_key)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from faastlane.asl.load import load_definition
-from faastlane.asl.problem import Problem
+from faastlane.asl.problem import Problem, sort_key
 from faastlane.asl.unsupported import unsupported_features
 from faastlane.asl.validate import validate
 from faastlane.errors import FaastlaneError, InvalidWorkflow
@@ -92,13 +92,14 @@ class Composition:
 
 
 def check_app(app: App) -> tuple[Any, list[Problem]]:
-    """Every problem with an app's workflow and functions, sorted by pointer."""
+    """Every problem with an app's workflow, functions and settings, the most important
+    first (root causes before their likely consequences), then by file and pointer."""
     definition, problems = load_definition(app.workflow_text)
     if not problems:
-        problems = validate(definition, functions=set(app.functions))
+        problems = validate(definition, functions=set(app.functions), unusable=app.unusable)
         if not problems:
             problems = unsupported_features(definition)
-    return definition, problems + app.problems
+    return definition, sorted(dict.fromkeys(problems + app.problems), key=sort_key)
 
 
 def prepare(app_path: str, isolation: str | None = None, vcpus: int | None = None,
@@ -108,7 +109,7 @@ def prepare(app_path: str, isolation: str | None = None, vcpus: int | None = Non
     app = load_app(app_path)
     definition, problems = check_app(app)
     if problems:
-        raise InvalidWorkflow(problems, os.path.join(app_path, WORKFLOW_FILE))
+        raise InvalidWorkflow(problems, app_path)
     mode, reason = choose_isolation(app, isolation)
     workflow = machine_from_asl(definition)
     options = make_options(app, mode, vcpus, threads_only, processes_only, workflow,

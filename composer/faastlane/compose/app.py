@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from faastlane.asl.problem import Problem
+from faastlane.asl.problem import Problem, child, did_you_mean
 from faastlane.errors import AppError
 from faastlane.runtime.engine.functions import LAMBDA, OPENWHISK, FunctionSpec
 
@@ -79,6 +79,10 @@ class App:
     functions: dict[str, FunctionSpec]
     settings: Settings
     problems: list[Problem] = field(default_factory=list)  # in functions/ and faastlane.json
+    # Files in functions/ that cannot be called as functions (no handler, a syntax error,
+    # a function.json naming a missing handler), with the problem that says why: reported
+    # where the workflow or the settings name them (and in problems if always wrong).
+    unusable: dict[str, Problem] = field(default_factory=dict)
 
 
 def load_app(path: str) -> App:
@@ -95,17 +99,21 @@ def load_app(path: str) -> App:
                        f"(ASL) in {WORKFLOW_FILE} and its code in {FUNCTIONS_DIR}/") from None
     problems: list[Problem] = []
     settings = _load_settings(root, problems)
-    functions = _discover_functions(root, problems)
+    unusable: dict[str, Problem] = {}
+    functions = _discover_functions(root, problems, unusable)
     for names, key in ((settings.trusted, "trusted"), (settings.untrusted, "untrusted"),
                        (settings.sensitive, "sensitive"),
                        (tuple(settings.kept_escapes), "kept_escapes")):
         for index, name in enumerate(names):
-            if name not in functions:
-                problems.append(Problem(f"/{key}/{index}",
-                                        f"{SETTINGS_FILE}: no function named {name!r}"))
+            at = child("", key, name if key == "kept_escapes" else index)
+            if name in unusable:
+                problems.append(unusable[name])  # its file says what is wrong
+            elif name not in functions:
+                problems.append(Problem(at, f"no function named {name!r}"
+                                            f"{did_you_mean(name, functions)}", SETTINGS_FILE))
     functions = _configure_functions(functions, settings.functions, problems)
     name = settings.name or os.path.basename(root.rstrip(os.sep))
-    return App(root, name, workflow_text, functions, settings, problems)
+    return App(root, name, workflow_text, functions, settings, problems, unusable)
 
 
 def _load_settings(root: str, problems: list[Problem]) -> Settings:
@@ -116,21 +124,23 @@ def _load_settings(root: str, problems: list[Problem]) -> Settings:
         with open(path, encoding="utf-8") as handle:
             raw = json.load(handle)
     except json.JSONDecodeError as exc:
-        problems.append(Problem("", f"{SETTINGS_FILE} is not valid JSON: {exc.msg} "
-                                    f"(line {exc.lineno}, column {exc.colno})"))
+        problems.append(Problem("", f"not valid JSON: {exc.msg} (column {exc.colno})",
+                                SETTINGS_FILE, exc.lineno))
         return Settings()
     if not isinstance(raw, dict):
-        problems.append(Problem("", f"{SETTINGS_FILE} must hold a JSON object"))
+        problems.append(Problem("", f"{SETTINGS_FILE} must hold a JSON object", SETTINGS_FILE))
         return Settings()
     values: dict[str, Any] = {}
     for key, value in raw.items():
         expected = _SETTINGS_KEYS.get(key)
         if expected is None:
-            problems.append(Problem(f"/{key}", f"{SETTINGS_FILE}: unknown setting {key!r} "
-                                               f"(known: {', '.join(sorted(_SETTINGS_KEYS))})"))
+            problems.append(Problem(child("", key), f"unknown setting {key!r}"
+                                    f"{did_you_mean(key, _SETTINGS_KEYS)} "
+                                    f"(known: {', '.join(sorted(_SETTINGS_KEYS))})",
+                                    SETTINGS_FILE))
         elif not isinstance(value, expected) or isinstance(value, bool):
-            problems.append(Problem(f"/{key}", f"{SETTINGS_FILE}: {key} must be a "
-                                               f"{expected.__name__}"))
+            problems.append(Problem(child("", key), f"{key} must be a {expected.__name__}",
+                                    SETTINGS_FILE))
         else:
             values[key] = tuple(value) if isinstance(value, list) else value
     return Settings(**values)
@@ -145,18 +155,19 @@ def _configure_functions(functions: dict[str, FunctionSpec],
     for name, config in configured.items():
         where = f"/functions/{name}"
         if name not in functions:
-            problems.append(Problem(where, f"{SETTINGS_FILE}: no function named {name!r}"))
+            problems.append(Problem(where, f"no function named {name!r}"
+                                            f"{did_you_mean(name, functions)}", SETTINGS_FILE))
             continue
         if not isinstance(config, dict):
-            problems.append(Problem(where, f"{SETTINGS_FILE}: functions.{name} must be an "
-                                           f"object ({', '.join(_FUNCTION_KEYS)})"))
+            problems.append(Problem(where, f"functions.{name} must be an object "
+                                           f"({', '.join(_FUNCTION_KEYS)})", SETTINGS_FILE))
             continue
         changes: dict[str, Any] = {}
         for key, value in config.items():
             problem = _function_setting_problem(key, value)
             if problem is not None:
-                problems.append(Problem(f"{where}/{key}",
-                                        f"{SETTINGS_FILE}: functions.{name}.{key} {problem}"))
+                problems.append(Problem(f"{where}/{key}", f"functions.{name}.{key} {problem}",
+                                        SETTINGS_FILE))
             elif key == "environment":
                 changes[key] = tuple(sorted(value.items()))
             else:
@@ -189,18 +200,113 @@ def _function_setting_problem(key: str, value: Any) -> str | None:
     return None
 
 
-def _entry_point(source_path: str) -> tuple[str, str] | None:
-    """The handler a module defines at top level, without importing it."""
-    with open(source_path, encoding="utf-8") as handle:
-        tree = ast.parse(handle.read(), source_path)
-    defined = {node.name for node in tree.body
-               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    defined |= {target.id for node in tree.body if isinstance(node, ast.Assign)
-                for target in node.targets if isinstance(target, ast.Name)}
-    return next(((name, style) for name, style in _ENTRIES if name in defined), None)
+class _Refused(Exception):
+    """A function that cannot be called, and the problem that says why."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
 
 
-def _discover_functions(root: str, problems: list[Problem]) -> dict[str, FunctionSpec]:
+@dataclass(frozen=True)
+class _Bindings:
+    """What a module's top level binds, found without importing it."""
+
+    functions: tuple[str, ...]  # def/async def statements, in order
+    others: frozenset[str]  # assignments, classes, ``from m import f``, ``global f``, ...
+    modules: frozenset[str]  # ``import m``: bound to a module, never a handler
+    dynamic: bool  # it may bind names no parser can see (``globals()[...]``, ``import *``)
+
+    def binds(self, name: str) -> bool:
+        """Whether ``name`` may be bound once the module has run (when unsure: yes)."""
+        return (self.dynamic or name in self.functions or name in self.others
+                or name in self.modules)
+
+
+# Names whose use lets a module bind top-level names invisibly to a parser.
+_DYNAMIC_NAMES = frozenset({"globals", "vars", "locals", "exec", "eval", "setattr",
+                            "__import__", "__builtins__"})
+_DYNAMIC_ATTRIBUTES = frozenset({"__dict__", "modules"})  # sys.modules[__name__]
+
+
+def _parse(source_path: str, shown: str) -> ast.Module:
+    """The module's syntax tree; a syntax error is a problem at its line."""
+    with open(source_path, "rb") as handle:  # as Python reads it (PEP 263 encodings)
+        text = handle.read()
+    try:
+        return ast.parse(text, source_path)
+    except SyntaxError as exc:
+        raise _Refused(Problem("", f"syntax error: {exc.msg}", shown, exc.lineno)) from None
+    except ValueError as exc:  # source code containing null bytes
+        raise _Refused(Problem("", f"cannot be parsed: {exc}", shown)) from None
+
+
+def _bindings(tree: ast.Module) -> _Bindings:
+    functions: list[str] = []
+    others: set[str] = set()
+    modules: set[str] = set()
+    dynamic = False
+
+    def top_level(node: ast.AST) -> None:
+        # The module's own scope: not into function or class bodies (their names and
+        # decorators aside), whose assignments bind local names.
+        for item in ast.iter_child_nodes(node):
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.append(item.name)
+                continue
+            if isinstance(item, ast.ClassDef):
+                others.add(item.name)
+                continue
+            if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
+                others.add(item.id)
+            elif isinstance(item, ast.Import):
+                modules.update((alias.asname or alias.name).split(".")[0]
+                               for alias in item.names)
+            elif isinstance(item, ast.ImportFrom):
+                others.update(alias.asname or alias.name for alias in item.names)
+            elif isinstance(item, ast.ExceptHandler) and item.name:
+                others.add(item.name)
+            elif isinstance(item, (ast.MatchAs, ast.MatchStar)) and item.name:
+                others.add(item.name)
+            elif isinstance(item, ast.MatchMapping) and item.rest:
+                others.add(item.rest)
+            if not isinstance(item, ast.Lambda):
+                top_level(item)
+
+    top_level(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):  # a function that assigns a module name
+            others.update(node.names)
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            dynamic = True
+        elif isinstance(node, ast.Name) and node.id in _DYNAMIC_NAMES:
+            dynamic = True
+        elif isinstance(node, ast.Attribute) and node.attr in _DYNAMIC_ATTRIBUTES:
+            dynamic = True
+    if "__getattr__" in functions or "__getattr__" in others:  # PEP 562
+        dynamic = True
+    return _Bindings(tuple(functions), frozenset(others), frozenset(modules), dynamic)
+
+
+_NO_HANDLER = "defines no handler(event, context), lambda_handler(event, context) or main(params)"
+
+
+def _entry_point(source_path: str, shown: str) -> tuple[str, str]:
+    """The handler a module defines at top level, without importing it: a ``def`` first
+    (``handler = logging.StreamHandler()`` beside ``def lambda_handler`` is not one),
+    then a name bound otherwise (``handler = make_handler()``, ``from app import main``)."""
+    bound = _bindings(_parse(source_path, shown))
+    for names in (bound.functions, bound.others):
+        found = next(((name, style) for name, style in _ENTRIES if name in names), None)
+        if found is not None:
+            return found
+    hint = (" (it makes names at run time: put it in a folder with a function.json naming"
+            " its handler)" if bound.dynamic else "")
+    raise _Refused(Problem("", _NO_HANDLER + hint, shown))
+
+
+def _discover_functions(root: str, problems: list[Problem],
+                        unusable: dict[str, Problem]) -> dict[str, FunctionSpec]:
     directory = os.path.join(root, FUNCTIONS_DIR)
     functions: dict[str, FunctionSpec] = {}
     if not os.path.isdir(directory):
@@ -209,57 +315,86 @@ def _discover_functions(root: str, problems: list[Problem]) -> dict[str, Functio
         if entry.startswith((".", "_")):
             continue
         path = os.path.join(directory, entry)
+        name = entry[:-3] if entry.endswith(".py") else entry
         try:
             if entry.endswith(".py") and os.path.isfile(path):
-                spec = _module_function(entry[:-3], path)
+                spec = _module_function(name, path)
             elif os.path.isdir(path):
                 spec = _package_function(entry, path)
             else:
                 continue
-        except SyntaxError as exc:
-            problems.append(Problem("", f"{FUNCTIONS_DIR}/{entry}: syntax error at line "
-                                        f"{exc.lineno}: {exc.msg}"))
-            continue
-        except ValueError as exc:
-            problems.append(Problem("", f"{FUNCTIONS_DIR}/{entry}: {exc}"))
+        except _Refused as exc:
+            # Reported where a Task (or a setting) names the function -- instead of
+            # "add functions/NAME.py": the file is there. Broken code and a declared
+            # function (function.json) are reported anyway; a file without a handler
+            # that nothing names is a helper module.
+            unusable[name] = exc.problem
+            if exc.problem.line is not None or exc.problem.file.endswith(FUNCTION_MANIFEST):
+                problems.append(exc.problem)
             continue
         functions[spec.name] = spec
     return functions
 
 
 def _module_function(name: str, path: str) -> FunctionSpec:
-    found = _entry_point(path)
-    if found is None:
-        raise ValueError("defines no handler(event, context), lambda_handler(event, context) "
-                         "or main(params)")
-    return FunctionSpec(name, f"{FUNCTIONS_DIR}/{name}.py", found[0], found[1], FUNCTIONS_DIR)
+    shown = f"{FUNCTIONS_DIR}/{name}.py"
+    found = _entry_point(path, shown)
+    return FunctionSpec(name, shown, found[0], found[1], FUNCTIONS_DIR)
 
 
 def _package_function(name: str, path: str) -> FunctionSpec:
     search_path = f"{FUNCTIONS_DIR}/{name}"
     manifest = os.path.join(path, FUNCTION_MANIFEST)
     if os.path.exists(manifest):
-        with open(manifest, encoding="utf-8") as handle:
-            declared = json.load(handle)
-        handler = declared.get("handler") if isinstance(declared, dict) else None
-        if not isinstance(handler, str) or "." not in handler:
-            raise ValueError(f'{FUNCTION_MANIFEST} needs "handler": "module.function"')
-        module, _, entry = handler.rpartition(".")
-        module_file = os.path.join(path, *module.split(".")) + ".py"
-        if not os.path.isfile(module_file):
-            raise ValueError(f"{FUNCTION_MANIFEST} names {handler!r} but there is no "
-                             f"{os.path.relpath(module_file, path)}")
-        style = declared.get("style", OPENWHISK if entry == "main" else LAMBDA)
-        if style not in (LAMBDA, OPENWHISK):
-            raise ValueError(f'{FUNCTION_MANIFEST}: "style" must be "{LAMBDA}" or "{OPENWHISK}"')
-        return FunctionSpec(name, f"{search_path}/{os.path.relpath(module_file, path)}",
-                            entry, style, search_path)
+        return _declared_function(name, path, f"{search_path}/{FUNCTION_MANIFEST}")
     for candidate in _PACKAGE_MODULES:
         module_file = os.path.join(path, candidate)
         if os.path.isfile(module_file):
-            found = _entry_point(module_file)
-            if found is not None:
-                return FunctionSpec(name, f"{search_path}/{candidate}", found[0], found[1],
-                                    search_path)
-    raise ValueError(f"a function folder needs {FUNCTION_MANIFEST} or one of "
-                     f"{', '.join(_PACKAGE_MODULES)} defining a handler")
+            try:
+                found = _entry_point(module_file, f"{search_path}/{candidate}")
+            except _Refused as exc:
+                if exc.problem.line is not None:
+                    raise  # a syntax error
+                continue
+            return FunctionSpec(name, f"{search_path}/{candidate}", found[0], found[1],
+                                search_path)
+    raise _Refused(Problem("", f"has no {FUNCTION_MANIFEST} naming its handler, and none of "
+                               f"{', '.join(_PACKAGE_MODULES)} in it {_NO_HANDLER}",
+                           search_path + "/"))
+
+
+def _declared_function(name: str, path: str, shown: str) -> FunctionSpec:
+    """A function folder whose function.json names the handler: the module must exist
+    and bind the name (checked by parsing it: it is not imported)."""
+    search_path = f"{FUNCTIONS_DIR}/{name}"
+
+    def refuse(at: str, message: str, line: int | None = None) -> _Refused:
+        return _Refused(Problem(at, message, shown, line))
+
+    try:
+        with open(os.path.join(path, FUNCTION_MANIFEST), encoding="utf-8") as handle:
+            declared = json.load(handle)
+    except json.JSONDecodeError as exc:
+        raise refuse("", f"not valid JSON: {exc.msg} (column {exc.colno})",
+                     exc.lineno) from None
+    if not isinstance(declared, dict):
+        raise refuse("", f'{FUNCTION_MANIFEST} must hold a JSON object: {{"handler": '
+                         '"module.function"}')
+    handler = declared.get("handler")
+    if not isinstance(handler, str) or "." not in handler:
+        raise refuse("/handler" if "handler" in declared else "",
+                     f'{FUNCTION_MANIFEST} needs "handler": "module.function"')
+    module, _, entry = handler.rpartition(".")
+    module_file = os.path.join(path, *module.split(".")) + ".py"
+    relative = os.path.relpath(module_file, path)
+    if not os.path.isfile(module_file):
+        raise refuse("/handler", f"names {handler!r} but there is no "
+                                 f"{search_path}/{relative}")
+    style = declared.get("style", OPENWHISK if entry == "main" else LAMBDA)
+    if style not in (LAMBDA, OPENWHISK):
+        raise refuse("/style", f'"style" must be "{LAMBDA}" or "{OPENWHISK}"')
+    bound = _bindings(_parse(module_file, f"{search_path}/{relative}"))
+    if not bound.binds(entry):
+        raise refuse("/handler", f"names {handler!r} but {search_path}/{relative} defines "
+                                 f"no {entry!r}{did_you_mean(entry, bound.functions)}")
+    return FunctionSpec(name, f"{search_path}/{relative}", entry, style, search_path)

@@ -36,6 +36,7 @@ TIMED_OUT = "Sandbox.Timedout"
 # that never returns, yet does not kill the bundled examples' slowest invocations on a
 # slow machine (ml-predict's Predict, the sentiment scorers under QEMU, ...).
 DEFAULT_TIMEOUT_SECONDS = 60.0
+HANDLER_NOT_FOUND = "Runtime.HandlerNotFound"
 MARSHAL_ERROR = "Runtime.MarshalError"
 # The runtime package (this file is in its engine/): its frames are left out of stack traces.
 _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -133,8 +134,7 @@ class LoadedFunction:
         self.environment = environment
         entry = getattr(module, spec.entry, None)
         if not callable(entry):
-            raise StatesError("Runtime.HandlerNotFound",
-                              f"{spec.module_file} has no callable {spec.entry!r}")
+            raise StatesError(HANDLER_NOT_FOUND, handler_not_found(spec))
         self.entry: Callable[..., Any] = entry
 
     def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
@@ -165,6 +165,27 @@ def timed_out(seconds: float, request_id: str | None = None) -> StatesError:
     message = f"RequestId: {request_id} Error: Task timed out after {seconds:.2f} seconds"
     return StatesError(TIMED_OUT, json.dumps({"errorType": TIMED_OUT,
                                               "errorMessage": message}))
+
+
+def handler_not_found(spec: FunctionSpec) -> str:
+    """Lambda's words (awslambdaric) for a module without the handler it was given:
+    the module as the handler string names it (``lambda_function``, ``pkg.mod``)."""
+    module = os.path.splitext(os.path.relpath(spec.module_file, spec.search_path))[0]
+    return f"Handler '{spec.entry}' missing on module '{module.replace(os.sep, '.')}'"
+
+
+class MissingHandler:
+    """A function whose module has no such handler (deleted after compose, say): every
+    invocation fails as on Lambda, with ``Runtime.HandlerNotFound`` -- the module's
+    set-up has run, as Lambda's init does."""
+
+    def __init__(self, spec: FunctionSpec) -> None:
+        self.spec = spec
+
+    def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
+        context = LambdaContext(self.spec.name, timeout_seconds)
+        raise lambda_error(HANDLER_NOT_FOUND, handler_not_found(self.spec),
+                           context.aws_request_id)
 
 
 def call_entry(entry: Callable[..., Any], style: str, event: Any,
@@ -267,7 +288,7 @@ class FunctionRegistry:
         self.root = root
         self.specs = specs
         self._private_loader = private_loader
-        self._loaded: dict[str, LoadedFunction] = {}
+        self._loaded: dict[str, Invocable] = {}
         self._private: dict[str, Invocable] = {}
 
     def preload(self, private: bool = False, kept_escapes: tuple[str, ...] = ()) -> None:
@@ -282,6 +303,19 @@ class FunctionRegistry:
             raise StatesError("Lambda.ResourceNotFoundException", f"Function not found: {name}")
         return spec
 
+    def _load(self, spec: FunctionSpec) -> LoadedFunction:
+        """Import a function's module in the shared heap; its module set-up sees its own
+        environment (``lambda_env``)."""
+        environment = environment_of(self.root, spec)
+        current = lambda_env.CURRENT
+        outer = current.view
+        current.view = environment
+        try:
+            module = load_module(self.root, spec)
+        finally:
+            current.view = outer
+        return LoadedFunction(spec, module, environment)
+
     def get(self, name: str, private: bool = False, keep_escapes: bool = False) -> Invocable:
         """The function, imported on first use: shared, or in its private heap."""
         if private:
@@ -290,19 +324,22 @@ class FunctionRegistry:
                 if self._private_loader is None:
                     raise StatesError(RUNTIME, "isolation mpk: this Orchestrator was made "
                                                "without a private-heap loader")
-                found = self._private[name] = self._private_loader(
-                    self.root, self._spec(name), keep_escapes)
+                found = self._private[name] = _or_missing(
+                    self._spec(name),
+                    lambda: self._private_loader(self.root, self._spec(name), keep_escapes))
             return found
         loaded = self._loaded.get(name)
         if loaded is None:
             spec = self._spec(name)
-            environment = environment_of(self.root, spec)
-            current = lambda_env.CURRENT
-            outer = current.view
-            current.view = environment  # its module set-up sees its own environment
-            try:
-                module = load_module(self.root, spec)
-            finally:
-                current.view = outer
-            loaded = self._loaded[name] = LoadedFunction(spec, module, environment)
+            loaded = self._loaded[name] = _or_missing(spec, lambda: self._load(spec))
         return loaded
+
+
+def _or_missing(spec: FunctionSpec, load: Callable[[], Invocable]) -> Invocable:
+    """The loaded function; one without its handler fails the states that call it."""
+    try:
+        return load()
+    except StatesError as error:
+        if error.error != HANDLER_NOT_FOUND:
+            raise
+        return MissingHandler(spec)
