@@ -37,7 +37,6 @@ from typing import Any
 
 from .deploy_servers import ActionServer
 
-
 # OpenWhisk's default action limits (memory MB, timeout ms, log MB).
 DEFAULT_LIMITS = {"memory": 256, "timeout": 60_000, "logs": 10}
 

@@ -11,11 +11,15 @@ import os
 import urllib.request
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import boto3
 import pytest
 
+from faastlane.deploy import deployer
+from faastlane.deploy.aws_lambda import LambdaClient
 from faastlane.deploy.bundle import package_lambda
+from faastlane.deploy.errors import MissingConfiguration
 from integration.apps import ROOT, faastlane
 
 from .deploy_apps import FINRA
@@ -257,3 +261,18 @@ def _moto_api(url: str, path: str, body: dict) -> None:
                                      data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
     urllib.request.urlopen(request, timeout=30).close()
+
+
+def test_an_image_deploy_checks_the_role_before_pushing(moto: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch):
+    """--image: no push (nor anything else) before the role of a new function is known."""
+    for key, value in aws_env(tmp_path, moto).items():
+        monkeypatch.setenv(key, value)
+    pushed: list[str] = []
+    monkeypatch.setattr(deployer.images, "push", lambda image, registry: pushed.append(image))
+    package = SimpleNamespace(image=SimpleNamespace(tag="faastlane/lambda-x:1", size=1))
+    with pytest.raises(MissingConfiguration, match="needs an execution role"):
+        deployer.deploy_lambda_image(package, LambdaClient(), "image-no-role-fn", None,
+                                     "127.0.0.1:9", None, None, lambda _: None)
+    assert pushed == []
+    _nothing_named(moto, "image-no-role-fn")

@@ -149,8 +149,8 @@ class LambdaClient:
 
     def update_function(self, spec: FunctionSpec) -> dict[str, Any]:
         code = {"ImageUri": spec.image_uri} if spec.image_uri else {"ZipFile": spec.code}
-        self._call(f"UpdateFunctionCode {spec.name}", self.client.update_function_code,
-                   FunctionName=spec.name, **code)
+        updated = self._call(f"UpdateFunctionCode {spec.name}",
+                             self.client.update_function_code, FunctionName=spec.name, **code)
         self._wait_updated(spec.name)
         # Memory and time limit only when given: a redeploy keeps what the function has.
         settings: dict[str, Any] = {key: value for key, value in (
@@ -160,6 +160,8 @@ class LambdaClient:
             settings.update(Runtime=spec.runtime, Handler=spec.handler, Layers=spec.layers)
         if spec.role:
             settings["Role"] = spec.role
+        if not settings:  # an image function redeployed with nothing else to change
+            return updated
         return self._call(f"UpdateFunctionConfiguration {spec.name}",
                           self.client.update_function_configuration,
                           FunctionName=spec.name, **settings)
