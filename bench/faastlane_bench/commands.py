@@ -57,6 +57,40 @@ def register(commands: Any) -> None:
     cost.add_argument("--json", action="store_true", help="print the rows as JSON")
 
 
+def _load_results(path: Path, key: str = "workloads") -> Any:
+    """A results.json written by ``faastlane bench`` (a list under ``key``: ``points`` for
+    --placement's); one line if it cannot be read or is not one."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FaastlaneError(f"cannot read {path}: {exc.strerror or exc} (run `faastlane "
+                             "bench` first)") from None
+    except UnicodeDecodeError:
+        raise FaastlaneError(f"{path} is not a results.json written by faastlane bench "
+                             "(not UTF-8 text)") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FaastlaneError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, "
+                             f"column {exc.colno})") from None
+    if not isinstance(document, dict) or not isinstance(document.get(key), list):
+        raise FaastlaneError(f"{path} is not a results.json written by faastlane bench "
+                             f"(no {key!r} list)")
+    return document
+
+
+def _checked(path: Path | None, use: Any, *args: Any) -> Any:
+    """``use(*args)`` on a loaded results document: a document of the wrong shape is one
+    line naming the file, not a traceback (a fresh run's own document is trusted)."""
+    if path is None:
+        return use(*args)
+    try:
+        return use(*args)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise FaastlaneError(f"{path} is not a results.json written by faastlane bench "
+                             f"({type(exc).__name__}: {exc})") from None
+
+
 def cmd_placement(args: argparse.Namespace) -> int:
     """``faastlane bench --placement``: the placement figure only."""
     import tempfile
@@ -68,10 +102,11 @@ def cmd_placement(args: argparse.Namespace) -> int:
         config = placement.Config.docker_check(args.docker_image)
     if args.rounds:
         config = placement.Config(**{**config.__dict__, "rounds": args.rounds})
+    document = (_load_results(args.from_results, "points") if args.from_results
+                else placement.run(config))
+    # A quick run's folder is made once there are results to put in it, not before.
     output = args.output or (Path(tempfile.mkdtemp(prefix="faastlane-bench-placement-"))
                              if args.quick else DEFAULT_RESULTS / "placement")
-    document = (json.loads(args.from_results.read_text(encoding="utf-8"))
-                if args.from_results else placement.run(config))
     for path in placement.write(document, output, plots=not args.no_plots):
         print(path)
     differ = [f"{p['rules']} rules/{p['vcpus']} vCPU {name}" for p in document["points"]
@@ -94,13 +129,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     config = harness.Config.quick_run() if args.quick else harness.Config()
     if args.rounds:
         config = harness.Config(**{**config.__dict__, "rounds": args.rounds})
-    output = args.output or (Path(tempfile.mkdtemp(prefix="faastlane-bench-results-"))
-                             if args.quick else DEFAULT_RESULTS)
     if args.from_results:
-        document = json.loads(args.from_results.read_text(encoding="utf-8"))
+        document = _load_results(args.from_results)
     else:
         document = harness.run(config, only=args.only)
-    document = report.enrich(document)
+    document = _checked(args.from_results, report.enrich, document)
+    # A quick run's folder is made once there are results to put in it, not before.
+    output = args.output or (Path(tempfile.mkdtemp(prefix="faastlane-bench-results-"))
+                             if args.quick else DEFAULT_RESULTS)
     written = report.write(document, output)
     prices = cost.load_prices()
     rows = cost.estimate_all(document, prices, 1024)
@@ -126,15 +162,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_cost(args: argparse.Namespace) -> int:
     from . import cost
 
-    try:
-        document = json.loads(args.results.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise FaastlaneError(f"cannot read {args.results}: {exc.strerror} (run `faastlane "
-                             "bench` first)") from None
+    document = _load_results(args.results)
     prices = cost.load_prices()
     memory = args.memory_mb
     faastlane_memory = args.faastlane_memory_mb or memory
-    rows = cost.estimate_all(document, prices, memory, faastlane_memory)
+    rows = _checked(args.results, cost.estimate_all, document, prices, memory,
+                    faastlane_memory)
     if args.json:
         print(json.dumps({"prices": prices, "rows": cost.rows_json(rows)}, indent=2))
     else:

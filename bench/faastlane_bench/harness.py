@@ -20,7 +20,7 @@ import os
 import sys
 import tempfile
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -262,8 +262,15 @@ def _start_all(systems: list[SystemSpec], workload: Workload, config: Config,
                log: TextIO) -> list[SystemRun]:
     """Start every system's worker at once: start-up (imports, model training, action
     servers) is not measured and mostly waits, so it need not be serial."""
-    with ThreadPoolExecutor(max_workers=max(1, len(systems))) as starter:
-        futures = [starter.submit(SystemRun, spec, workload, config, log) for spec in systems]
+    futures: list[Future[SystemRun]] = []
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, len(systems))) as starter:
+            for spec in systems:
+                futures.append(starter.submit(SystemRun, spec, workload, config, log))
+    except BaseException:  # interrupted while they start: stop those that did
+        wait(futures)
+        _close_all([f.result() for f in futures if f.exception() is None])
+        raise
     started = [f.result() for f in futures if f.exception() is None]
     failure = next((f.exception() for f in futures if f.exception() is not None), None)
     if failure is not None:

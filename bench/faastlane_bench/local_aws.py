@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,5 +53,6 @@ def local_aws() -> Iterator[dict[str, str]]:
         yield env
     finally:
         script.stop(state)
+        shutil.rmtree(state, ignore_errors=True)  # the servers' logs and state
         os.environ.clear()
         os.environ.update(saved)

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from concurrent.futures import Future
 from typing import IO, Any
@@ -95,10 +97,26 @@ class WorkerClient:
     def __init__(self, spec: dict[str, Any], log: IO[str], env: dict[str, str] | None = None,
                  start_timeout: float = 300.0) -> None:
         self.spec = spec
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "faastlane_bench.worker", json.dumps(spec)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
-            env=env, start_new_session=True)
+        # The worker's own temporary folder (TMPDIR for it, its action servers and its
+        # functions), removed by close(): nothing is left even when the worker had to be
+        # killed before it could clean up after itself.
+        self.tmpdir = tempfile.mkdtemp(prefix="faastlane-bench-worker-")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "faastlane_bench.worker", json.dumps(spec)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+                env={**(os.environ if env is None else env), "TMPDIR": self.tmpdir},
+                start_new_session=True)
+        except BaseException:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            raise
+        try:
+            self._start(start_timeout)
+        except BaseException:  # a failed start, or the harness interrupted meanwhile
+            self.close()
+            raise
+
+    def _start(self, start_timeout: float) -> None:
         assert self.process.stdin is not None and self.process.stdout is not None
         self._requests = self.process.stdin
         self._responses = self.process.stdout
@@ -114,8 +132,8 @@ class WorkerClient:
         except TimeoutError:
             hello = {"ready": False, "error": f"no answer in {start_timeout:g} s"}
         if not hello.get("ready"):
-            self.close()
-            raise WorkerError(f"{spec['system']} worker did not start: {hello.get('error')}")
+            raise WorkerError(f"{self.spec['system']} worker did not start: "
+                              f"{hello.get('error')}")
         self.pid = int(hello["pid"])
 
     def _read(self) -> None:
@@ -164,6 +182,7 @@ class WorkerClient:
             os.killpg(self.process.pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
 def main() -> int:

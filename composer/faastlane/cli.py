@@ -4,7 +4,9 @@ Exit codes: 0 success; 1 a failed execution (whose ``{"Error", "Cause"}`` is pri
 stdout, as Step Functions reports it), or problems found by ``validate``; 2 bad usage or
 input (one line on stderr, no traceback unless ``--debug``); 3 a workflow refused as
 invalid (every problem listed on stderr); 128 + N stopped by signal N (SIGINT: 130), after
-stopping every process the command started and removing its temporary files.
+stopping every process the command started and removing its temporary files. When the
+reader of standard output goes away (``faastlane validate --json | head -1``), the
+command ends quietly as Unix tools do: no traceback, exit 141 (128 + SIGPIPE).
 """
 
 from __future__ import annotations
@@ -187,6 +189,15 @@ def _stop(process: subprocess.Popen, grace_seconds: float = 5.0) -> None:
     process.wait()
 
 
+def _drop_stdout() -> None:
+    """Standard output's reader is gone: send what is still buffered, and anything later,
+    to /dev/null, so that the interpreter's final flush does not complain (the recipe of
+    Python's documentation on SIGPIPE)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 _COMMANDS: dict[str, Handler] = {"validate": cmd_validate, "compose": cmd_compose,
                                   "run": cmd_run, **DEPLOY_COMMANDS, **INSPECT_COMMANDS}
 
@@ -203,7 +214,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _interrupted)
     try:
-        return handlers[args.command](args)
+        code = handlers[args.command](args)
+        sys.stdout.flush()  # a reader that went away shows here, not at exit
+        return code
+    except BrokenPipeError:
+        _drop_stdout()
+        return 128 + signal.SIGPIPE
     except InvalidWorkflow as exc:
         _print_problems(exc.problems, exc.app, sys.stderr)
         sys.stderr.write(f"faastlane: {exc}\n")

@@ -5,7 +5,9 @@ endpoint implements the part of the documented REST API that ``faastlane deploy`
 ``invoke`` use, and records every request for the tests to inspect:
 
 ``PUT  /api/v1/namespaces/{ns}/actions/{name}[?overwrite=true]``  stores the action
-    (``409`` if it exists without ``overwrite``); ``401`` for a wrong key.
+    (``409`` if it exists without ``overwrite``); ``401`` for a wrong key. Limits the
+    PUT leaves out are the defaults for a new action and kept on an update, as the
+    controller's ``updateWhiskAction`` keeps them.
 ``POST /api/v1/namespaces/{ns}/actions/{name}?blocking=true&result=true``
     runs it as the invoker would: in an idle warm container of the action, or a fresh
     one (``/init`` with the stored code and ``__OW_API_HOST``, then ``/run`` with
@@ -34,6 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from .deploy_servers import ActionServer
+
+# OpenWhisk's default action limits (memory MB, timeout ms, log MB).
+DEFAULT_LIMITS = {"memory": 256, "timeout": 60_000, "logs": 10}
 
 
 def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -91,7 +96,11 @@ class OpenWhiskEndpoint:
             if key in self.actions and call.query.get("overwrite") != "true":
                 return 409, {"error": "resource already exists", "code": uuid.uuid4().hex}
             version = f"0.0.{len([c for c in self.calls if c.method == 'PUT'])}"
-            self.actions[key] = dict(call.body, version=version)
+            # As the controller stores limits: a new action gets the defaults for what it
+            # does not give, an update keeps the action's own (updateWhiskAction).
+            kept = self.actions[key]["limits"] if key in self.actions else DEFAULT_LIMITS
+            self.actions[key] = dict(call.body, version=version,
+                                     limits={**kept, **call.body.get("limits", {})})
             self.warm.pop(key, None)
             self.idle.pop(key, None)
             stored = {k: v for k, v in self.actions[key].items() if k != "exec"}

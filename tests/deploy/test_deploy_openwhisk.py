@@ -99,6 +99,25 @@ def test_docker_deploy_names_the_image(controller: OpenWhiskEndpoint, small_app:
     assert found.stdout.startswith("/opt/cpython-mpk/lib/python3.13/site-packages/")
 
 
+def test_a_redeploy_keeps_the_actions_memory_and_timeout_unless_given(
+        controller: OpenWhiskEndpoint, small_app: Path, tmp_path: Path):
+    """OpenWhisk keeps the limits an update leaves out, so a redeploy sends only those
+    given: never the defaults in place of the action's own."""
+    def deploy(*options: str) -> dict:
+        done = faastlane("deploy", str(small_app), "--target", "openwhisk", "--apihost",
+                         controller.url, "--auth", AUTH, "--name", "limits", *options,
+                         env=clean_env(tmp_path))
+        assert done.code == 0, done.stderr
+        return controller.calls[-1].body
+
+    assert deploy("--memory", "512", "--timeout", "120")["limits"] == \
+        {"memory": 512, "timeout": 120_000}
+    assert "limits" not in deploy()
+    assert deploy("--timeout", "30")["limits"] == {"timeout": 30_000}
+    assert controller.actions["_/limits"]["limits"] == \
+        {"memory": 512, "timeout": 30_000, "logs": 10}
+
+
 def test_missing_api_host_or_key_is_one_line_and_sends_nothing(
         controller: OpenWhiskEndpoint, small_app: Path, tmp_path: Path):
     env = clean_env(tmp_path)

@@ -16,6 +16,7 @@ import io
 import json
 import os
 import queue
+import shutil
 import socket
 import subprocess
 import sys
@@ -91,7 +92,16 @@ class ActionProcess:
             if self.process.poll() is not None:
                 break
             time.sleep(0.02)
-        raise RuntimeError(f"the action server did not start; see {self.log_path}")
+        raise RuntimeError(f"the action server did not start: {self._log_tail()}")
+
+    def _log_tail(self, lines: int = 20) -> str:
+        """The end of the server's log, for an error message (the log goes with the pool's
+        temporary folder)."""
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as handle:
+                return "".join(handle.readlines()[-lines:]).strip() or "(its log is empty)"
+        except OSError:  # not a file (a container's log)
+            return f"see {self.log_path}"
 
     def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         self.connection.request("POST", path, body=json.dumps(body).encode(),
@@ -107,7 +117,8 @@ class ActionProcess:
             value["env"] = env
         status, body = self.post("/init", {"value": value})
         if status != 200:
-            raise RuntimeError(f"/init failed ({status}): {body}; see {self.log_path}")
+            raise RuntimeError(f"/init failed ({status}): {body}; the server said: "
+                               f"{self._log_tail()}")
 
     def activate(self, name: str, value: bytes,
                  api_key: str | None = None) -> tuple[int, bytes]:
@@ -187,3 +198,4 @@ class ActionPool:
     def close(self) -> None:
         for server in self.servers:
             server.stop()
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -119,3 +120,4 @@ class SpillingSystem:
         self.controller.close()
         for container in self.containers:
             container.stop()
+        shutil.rmtree(self.scratch, ignore_errors=True)

@@ -3,10 +3,12 @@
 boto3 reads the usual AWS configuration: ``--profile``/``AWS_PROFILE``, ``--region``/
 ``AWS_DEFAULT_REGION``/the profile's region, credentials from the environment or
 ``~/.aws``, and ``AWS_ENDPOINT_URL`` (``AWS_ENDPOINT_URL_LAMBDA``) for another endpoint
-such as a local emulator. Calls: ``publish_layer_version``, ``get_function``, then
-``create_function`` or ``update_function_code`` + ``update_function_configuration``, and
-``invoke`` (``RequestResponse``). A container-image function (``PackageType: Image``)
-names its image by ``ImageUri`` and has no layers, runtime or handler of its own.
+such as a local emulator. Calls: ``get_function``, ``list_layer_versions`` then
+``publish_layer_version`` (only for content that changed), ``create_function`` or
+``update_function_code`` + ``update_function_configuration``, ``delete_layer_version``
+(superseded versions this tool published), and ``invoke`` (``RequestResponse``). A
+container-image function (``PackageType: Image``) names its image by ``ImageUri`` and has
+no layers, runtime or handler of its own.
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ from .errors import ApiError, DeployError, InvocationFailed, MissingConfiguratio
 
 PLATFORM = "AWS Lambda"
 T = TypeVar("T")
+# What a new function gets unless --memory/--timeout say otherwise; an update keeps the
+# function's own settings unless they are given.
+DEFAULT_MEMORY_MB = 1024
+DEFAULT_TIMEOUT_S = 300
+MEMORY_MB_RANGE = (128, 10240)  # Lambda's bounds for MemorySize and Timeout
+TIMEOUT_S_RANGE = (1, 900)
 
 
 @dataclass(frozen=True)
@@ -31,8 +39,8 @@ class FunctionSpec:
     handler: str
     role: str | None
     layers: list[str]
-    memory_mb: int = 1024
-    timeout_s: int = 300
+    memory_mb: int | None = None  # None: the default for a new function, else kept
+    timeout_s: int | None = None
     image_uri: str | None = None  # a container-image function: no zip, runtime or layers
 
     def code_and_package(self) -> dict[str, Any]:
@@ -89,22 +97,43 @@ class LambdaClient:
         except BotoCoreError as err:
             raise DeployError(f"{PLATFORM} {operation}: {err}") from None
 
-    def publish_layer(self, name: str, code: bytes, runtime: str) -> str:
+    def publish_layer(self, name: str, code: bytes, runtime: str,
+                      description: str = "Faastlane runtime library and dependencies") -> str:
         """A new version of layer ``name``; its ARN."""
         answer = self._call(f"PublishLayerVersion {name}", self.client.publish_layer_version,
                             LayerName=name, Content={"ZipFile": code},
-                            CompatibleRuntimes=[runtime],
-                            Description="Faastlane runtime library and dependencies")
+                            CompatibleRuntimes=[runtime], Description=description)
         return answer["LayerVersionArn"]
 
-    def exists(self, name: str) -> bool:
+    def layer_versions(self, name: str) -> list[dict[str, Any]]:
+        """Every version of layer ``name``, newest first (none if there is no such layer)."""
+        versions: list[dict[str, Any]] = []
+        marker: str | None = None
+        while True:
+            page = self._call(f"ListLayerVersions {name}", self.client.list_layer_versions,
+                              LayerName=name, **({"Marker": marker} if marker else {}))
+            versions += page.get("LayerVersions", [])
+            marker = page.get("NextMarker")
+            if not marker:
+                return sorted(versions, key=lambda v: v["Version"], reverse=True)
+
+    def delete_layer_version(self, name: str, version: int) -> None:
+        self._call(f"DeleteLayerVersion {name}:{version}", self.client.delete_layer_version,
+                   LayerName=name, VersionNumber=version)
+
+    def configuration(self, name: str) -> dict[str, Any] | None:
+        """The function's configuration, or None if there is no such function."""
         try:
-            self._call(f"GetFunction {name}", self.client.get_function, FunctionName=name)
+            answer = self._call(f"GetFunction {name}", self.client.get_function,
+                                FunctionName=name)
         except ApiError as err:
             if "ResourceNotFoundException" in str(err.status):
-                return False
+                return None
             raise
-        return True
+        return answer.get("Configuration", {})
+
+    def exists(self, name: str) -> bool:
+        return self.configuration(name) is not None
 
     def create_function(self, spec: FunctionSpec) -> dict[str, Any]:
         if not spec.role:
@@ -112,22 +141,27 @@ class LambdaClient:
                 f"creating Lambda function {spec.name} needs an execution role: pass --role "
                 f"arn:aws:iam::ACCOUNT:role/NAME (or export FAASTLANE_LAMBDA_ROLE)")
         return self._call(f"CreateFunction {spec.name}", self.client.create_function,
-                          FunctionName=spec.name, Role=spec.role, MemorySize=spec.memory_mb,
-                          Timeout=spec.timeout_s, Publish=True,
+                          FunctionName=spec.name, Role=spec.role,
+                          MemorySize=spec.memory_mb or DEFAULT_MEMORY_MB,
+                          Timeout=spec.timeout_s or DEFAULT_TIMEOUT_S, Publish=True,
                           Description="Faastlane: a whole workflow as one function",
                           **spec.code_and_package())
 
     def update_function(self, spec: FunctionSpec) -> dict[str, Any]:
         code = {"ImageUri": spec.image_uri} if spec.image_uri else {"ZipFile": spec.code}
-        self._call(f"UpdateFunctionCode {spec.name}", self.client.update_function_code,
-                   FunctionName=spec.name, **code)
+        updated = self._call(f"UpdateFunctionCode {spec.name}",
+                             self.client.update_function_code, FunctionName=spec.name, **code)
         self._wait_updated(spec.name)
+        # Memory and time limit only when given: a redeploy keeps what the function has.
+        settings: dict[str, Any] = {key: value for key, value in (
+            ("MemorySize", spec.memory_mb), ("Timeout", spec.timeout_s)) if value}
         # An image function's runtime, handler and layers are in its image.
-        settings: dict[str, Any] = {"MemorySize": spec.memory_mb, "Timeout": spec.timeout_s}
         if not spec.image_uri:
             settings.update(Runtime=spec.runtime, Handler=spec.handler, Layers=spec.layers)
         if spec.role:
             settings["Role"] = spec.role
+        if not settings:  # an image function redeployed with nothing else to change
+            return updated
         return self._call(f"UpdateFunctionConfiguration {spec.name}",
                           self.client.update_function_configuration,
                           FunctionName=spec.name, **settings)
@@ -144,7 +178,21 @@ class LambdaClient:
         limits.LAMBDA_SYNC_PAYLOAD.check(len(body), "the invocation payload")
         answer = self._call(f"Invoke {name}", self.client.invoke, FunctionName=name,
                             InvocationType="RequestResponse", Payload=body)
-        result = json.loads(answer["Payload"].read() or b"null")
+        raw = answer["Payload"].read()
+        try:
+            result = json.loads(raw or b"null")
+        except ValueError:  # not JSON (or not UTF-8): say what came back, on one line
+            failed = answer.get("FunctionError")
+            what = f"the function failed ({failed}) and its" if failed else "the function's"
+            raise ApiError(PLATFORM, f"Invoke {name}", answer.get("StatusCode", "?"),
+                           f"{what} answer is not JSON ({len(raw)} bytes): "
+                           f"{_excerpt(raw)}") from None
         if answer.get("FunctionError"):
             raise InvocationFailed(result)
         return result
+
+
+def _excerpt(raw: bytes, limit: int = 200) -> str:
+    """The start of an answer, as one line."""
+    text = raw[:limit].decode("utf-8", "replace")
+    return repr(text) + ("..." if len(raw) > limit else "")

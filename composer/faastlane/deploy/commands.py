@@ -16,10 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from faastlane.cli_options import planning, read_input
+from faastlane.compose.app import load_app
 
 from . import bundle, image_bundle
 from .aws_lambda import LambdaClient
 from .deployer import (
+    check_lambda,
     deploy_lambda,
     deploy_lambda_image,
     deploy_openwhisk,
@@ -99,10 +101,11 @@ def register(commands: Any, add_planning: Callable[[argparse.ArgumentParser], No
                              "Docker engine")
     deploy.add_argument("--role", default=os.environ.get("FAASTLANE_LAMBDA_ROLE"),
                         help="Lambda: the execution role ARN (needed to create a function)")
-    deploy.add_argument("--memory", type=int, metavar="MB", help="memory (default: platform's;"
-                        " Lambda 1024)")
+    deploy.add_argument("--memory", type=int, metavar="MB", help="memory (default: a new "
+                        "action's platform default, Lambda 1024; an update keeps the current)")
     deploy.add_argument("--timeout", type=int, metavar="S", help="time limit in seconds "
-                        "(default: platform's; Lambda 300)")
+                        "(default: a new action's platform default, Lambda 300; an update "
+                        "keeps the current)")
     add_connection(deploy)
     add_planning(deploy)
 
@@ -178,6 +181,16 @@ def cmd_package(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checked_lambda(args: argparse.Namespace) -> LambdaClient:
+    """The Lambda client, once the deployment's inputs (a role for a new function, the
+    settings' bounds) are known to be complete: before packaging, which can take long.
+    The deployer checks again before it creates anything."""
+    client = LambdaClient(args.profile, args.region)
+    check_lambda(client, args.name or load_app(args.app).name, args.role, args.memory,
+                 args.timeout)
+    return client
+
+
 def cmd_deploy(args: argparse.Namespace) -> int:
     _check_image_options(args)
     with tempfile.TemporaryDirectory(prefix="faastlane-deploy-") as scratch:
@@ -198,19 +211,18 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                 done = deploy_openwhisk(package, client, args.name or package.name, None,
                                         args.memory, args.timeout, _say)
         elif args.image is not None:
-            lam_client = LambdaClient(args.profile, args.region)
+            lam_client = _checked_lambda(args)
             image = image_bundle.package_lambda_image(args.app, args.image or None,
                                                       **planning(args))
             _say(_describe_image(image.image))
             done = deploy_lambda_image(image, lam_client, args.name or image.name, args.role,
-                                       args.registry, args.memory or 1024,
-                                       args.timeout or 300, _say)
+                                       args.registry, args.memory, args.timeout, _say)
         else:
-            lam_client = LambdaClient(args.profile, args.region)
+            lam_client = _checked_lambda(args)
             lam = bundle.package_lambda(args.app, scratch, args.custom_runtime,
                                         args.python_prefix, **planning(args))
             done = deploy_lambda(lam, lam_client, args.name or lam.name, args.role,
-                                 args.memory or 1024, args.timeout or 300, _say)
+                                 args.memory, args.timeout, _say)
     print(f"deployed {done.name} to {done.platform}: faastlane invoke {done.name} "
           f"--target {done.platform} --input '{{...}}'")
     return 0

@@ -4,18 +4,28 @@ so the same plan runs against the real service or a local endpoint."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import images
-from .aws_lambda import FunctionSpec, LambdaClient
+from .aws_lambda import MEMORY_MB_RANGE, TIMEOUT_S_RANGE, FunctionSpec, LambdaClient
 from .bundle import LambdaPackage, OpenWhiskPackage
+from .errors import DeployError, MissingConfiguration
 from .image_bundle import LambdaImagePackage, OpenWhiskImagePackage
 from .limits import MB
 from .openwhisk import ActionSpec, OpenWhiskClient
 
 Report = Callable[[str], None]
 RUNTIME_LAYER = "faastlane-cpython-mpk"
+SHARED = "*"  # the owner of a layer that several functions use (the runtime layer)
+# How a layer version says that this tool published it, for which function, with what
+# content: Lambda layers cannot be tagged, so the description carries it. Only versions
+# that carry it are ever reused or deleted.
+_LAYER_MARK = re.compile(r"\[faastlane sha256:(?P<digest>[0-9a-f]{64}) "
+                         r"runtime:(?P<runtime>\S+) for:(?P<owner>\S+)\]")
 
 
 @dataclass
@@ -45,26 +55,94 @@ def deploy_openwhisk(package: OpenWhiskPackage, client: OpenWhiskClient, name: s
     return Deployed(name, "openwhisk", created=True)
 
 
+def check_lambda(client: LambdaClient, name: str, role: str | None, memory_mb: int | None,
+                 timeout_s: int | None) -> dict[str, Any] | None:
+    """Every input a Lambda deployment needs, checked before anything is created in the
+    account: the settings' bounds, and a role if the function does not exist yet. The
+    function's configuration, or None if it is new."""
+    for value, (low, high), what in ((memory_mb, MEMORY_MB_RANGE, "--memory (MB)"),
+                                     (timeout_s, TIMEOUT_S_RANGE, "--timeout (seconds)")):
+        if value is not None and not low <= value <= high:
+            raise DeployError(f"{what} {value} is outside Lambda's range {low}-{high}")
+    current = client.configuration(name)
+    if current is None and not role:
+        raise MissingConfiguration(
+            f"creating Lambda function {name} needs an execution role: pass --role "
+            f"arn:aws:iam::ACCOUNT:role/NAME (or export FAASTLANE_LAMBDA_ROLE)")
+    return current
+
+
+def _kept(current: dict[str, Any] | None, memory_mb: int | None,
+          timeout_s: int | None) -> str:
+    """For the report: the settings an update keeps."""
+    kept = [f"{label} {current[key]}{unit}" for key, given, label, unit in (
+        ("MemorySize", memory_mb, "memory", " MB"), ("Timeout", timeout_s, "timeout", " s"))
+        if current and given is None and key in current]
+    return f"; keeps its {' and '.join(kept)}" if kept else ""
+
+
+def _layer_mark(code: bytes, runtime: str, owner: str) -> str:
+    return f"[faastlane sha256:{hashlib.sha256(code).hexdigest()} runtime:{runtime} for:{owner}]"
+
+
+def ensure_layer(client: LambdaClient, layer: str, code: bytes, runtime: str, owner: str,
+                 what: str, report: Report) -> str:
+    """The ARN of a version of ``layer`` with exactly ``code``: the latest version if this
+    tool published it with the same content, else a new version."""
+    mark = _layer_mark(code, runtime, owner)
+    versions = client.layer_versions(layer)
+    if versions and mark in versions[0].get("Description", ""):
+        report(f"layer {layer} unchanged: version {versions[0]['Version']}")
+        return versions[0]["LayerVersionArn"]
+    report(f"publish layer {layer} ({len(code)} bytes)")
+    return client.publish_layer(layer, code, runtime, f"Faastlane: {what} {mark}")
+
+
+def prune_layer(client: LambdaClient, layer: str, owner: str, keep: str,
+                report: Report) -> None:
+    """Delete the versions of ``layer`` this tool published for ``owner`` other than
+    ``keep`` (once the function uses ``keep``). Versions without the tool's mark, or
+    marked for another function, are never touched; a deletion that fails is reported
+    and the deployment stands."""
+    stale = [v for v in client.layer_versions(layer) if v["LayerVersionArn"] != keep
+             and (found := _LAYER_MARK.search(v.get("Description", "")))
+             and found["owner"] == owner]
+    deleted = []
+    for version in reversed(stale):  # oldest first
+        try:
+            client.delete_layer_version(layer, version["Version"])
+        except DeployError as err:
+            report(f"could not delete superseded layer {layer} version "
+                   f"{version['Version']}: {err}")
+            break
+        deleted.append(str(version["Version"]))
+    if deleted:
+        report(f"deleted superseded layer {layer} version(s) {', '.join(deleted)}")
+
+
 def deploy_lambda(package: LambdaPackage, client: LambdaClient, name: str, role: str | None,
-                  memory_mb: int, timeout_s: int, report: Report) -> Deployed:
-    """Publish the layers, then create the function or update its code and settings."""
+                  memory_mb: int | None, timeout_s: int | None, report: Report) -> Deployed:
+    """Check the inputs; publish the layers whose content changed; create the function or
+    update its code and settings (memory and time limit only when given); then delete the
+    function's own layer versions it no longer uses."""
+    current = check_lambda(client, name, role, memory_mb, timeout_s)
     layers = []
-    if package.runtime_layer is not None:
-        report(f"publish layer {RUNTIME_LAYER} ({package.runtime_layer.size} bytes)")
-        layers.append(client.publish_layer(RUNTIME_LAYER, _read(package.runtime_layer.path),
-                                           package.runtime))
+    if package.runtime_layer is not None:  # shared by every custom-runtime function
+        layers.append(ensure_layer(client, RUNTIME_LAYER, _read(package.runtime_layer.path),
+                                   package.runtime, SHARED, "cpython-mpk runtime", report))
     layer_name = f"{name}-faastlane"
-    report(f"publish layer {layer_name} ({package.layer.size} bytes)")
-    layers.append(client.publish_layer(layer_name, _read(package.layer.path), package.runtime))
+    layers.append(ensure_layer(client, layer_name, _read(package.layer.path), package.runtime,
+                               name, f"runtime library and dependencies of {name}", report))
     spec = FunctionSpec(name, _read(package.function.path), package.runtime, package.handler,
                         role, layers, memory_mb, timeout_s)
-    exists = client.exists(name)
+    exists = current is not None
     report(f"{'update' if exists else 'create'} function {name} ({package.runtime}, "
-           f"handler {package.handler})")
+           f"handler {package.handler}{_kept(current, memory_mb, timeout_s)})")
     if exists:
         client.update_function(spec)
     else:
         client.create_function(spec)
+    prune_layer(client, layer_name, name, layers[-1], report)
     return Deployed(name, "lambda", created=not exists, layers=layers)
 
 
@@ -97,14 +175,16 @@ def deploy_openwhisk_image(package: OpenWhiskImagePackage, client: OpenWhiskClie
 
 
 def deploy_lambda_image(package: LambdaImagePackage, client: LambdaClient, name: str,
-                        role: str | None, registry: str | None, memory_mb: int,
-                        timeout_s: int, report: Report) -> Deployed:
-    """A container-image function (``PackageType: Image``): push, then create or update."""
+                        role: str | None, registry: str | None, memory_mb: int | None,
+                        timeout_s: int | None, report: Report) -> Deployed:
+    """A container-image function (``PackageType: Image``): check the inputs, push, then
+    create or update."""
+    current = check_lambda(client, name, role, memory_mb, timeout_s)
     uri = publish_image(package.image.tag, registry, True, report)
     spec = FunctionSpec(name, b"", "", "", role, [], memory_mb, timeout_s, image_uri=uri)
-    exists = client.exists(name)
+    exists = current is not None
     report(f"{'update' if exists else 'create'} function {name} (image {uri}, "
-           f"{package.image.size / MB:.0f} MB)")
+           f"{package.image.size / MB:.0f} MB{_kept(current, memory_mb, timeout_s)})")
     if exists:
         client.update_function(spec)
     else:

@@ -160,5 +160,8 @@ def _report_failure(result: Result) -> None:
 
 
 def _write_result(result_fd: int, value: Any) -> None:
-    with os.fdopen(result_fd, "w", encoding="utf-8") as out:
-        out.write(json.dumps(value) + "\n")
+    try:
+        with os.fdopen(result_fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(value) + "\n")
+    except BrokenPipeError:
+        pass  # the reader went away (`| head -1`): nothing to say, as Unix tools do
