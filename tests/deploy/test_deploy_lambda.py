@@ -82,6 +82,7 @@ def test_deploy_creates_then_updates_function_and_layer(moto: str, role: str, sm
     assert config["Layers"][0]["Arn"].endswith(":layer:small-fn-faastlane:2")
 
 
+@pytest.mark.mpk  # packages the built cpython-mpk runtime
 def test_finra_deploys_with_a_custom_runtime(moto: str, role: str, tmp_path: Path):
     if not (ROOT / "cpython-mpk" / "build" / "bin" / "python3").exists():
         pytest.fail("cpython-mpk is not built: run `make -C cpython-mpk`", pytrace=False)
