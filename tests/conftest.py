@@ -104,6 +104,7 @@ def _inferred_tier(item: pytest.Item, relative: str, fixtures: set[str]) -> str 
     return FILE_TIERS.get(relative) or DIRECTORY_TIERS.get(folder)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m / -k deselect: every test is checked
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     unplaced: list[str] = []
     for item in items:
