@@ -1,15 +1,20 @@
 # The two commands of README.md:
 #   make demo   compose and run the FINRA example workflow locally (no cloud, no server)
 #   make test   build the cpython-mpk runtime (cached), then run the whole test suite on it
+# and, for everyday work, the quick subset (tiers: pytest.ini, tests/conftest.py):
+#   make test-fast  unit + local integration tests on a plain python3 venv: no CPython
+#                   build, no QEMU, no Docker, nothing that needs the cpython-mpk runtime
 # Everything they need is installed here (apt, pip); nothing is expected to be there.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 MPK_PYTHON := cpython-mpk/build/bin/python3
 TEST_VENV := .venv-mpk
+FAST_VENV := .venv-fast
+FAST_TIERS := (unit or integration) and not (mpk or slow)
 PYTEST_ARGS ?=
 
-.PHONY: demo test install runtime test-env clean
+.PHONY: demo test test-fast install runtime test-env clean
 demo: $(VENV)/.installed
 	$(VENV)/bin/faastlane run examples/finra --input-file examples/finra/input.json
 
@@ -37,6 +42,18 @@ test-env: runtime
 test: test-env
 	$(TEST_VENV)/bin/python -m pytest $(PYTEST_ARGS) tests
 
+# The quick subset on the system python3 (3.11+), in its own venv: never the runtime build.
+test-fast: $(FAST_VENV)/.installed
+	@scripts/ensure-test-tools.sh
+	$(FAST_VENV)/bin/python -m pytest -m "$(FAST_TIERS)" $(PYTEST_ARGS) tests
+
+$(FAST_VENV)/.installed: setup.py bench/setup.py
+	scripts/ensure-python-venv.sh $(PYTHON)
+	rm -rf $(FAST_VENV) && $(PYTHON) -m venv $(FAST_VENV)
+	$(FAST_VENV)/bin/pip install -q --upgrade pip
+	$(FAST_VENV)/bin/pip install -q -e '.[test]' -e ./bench
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(TEST_VENV)
+	rm -rf $(VENV) $(TEST_VENV) $(FAST_VENV)
 	$(MAKE) -C cpython-mpk clean

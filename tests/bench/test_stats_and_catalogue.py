@@ -38,6 +38,7 @@ def test_volatile_fields_are_left_out_everywhere():
     assert catalogue.comparable("finra", one) == one
 
 
+@pytest.mark.integration  # runs ml-predict's generate_input.py
 def test_every_example_with_an_input_is_benchmarked(tmp_path):
     workloads = {w.name: w for w in catalogue.example_workloads(tmp_path)}
     assert set(workloads) == {"finra", "healthcare", "sentiment", "ml-predict"}
@@ -48,6 +49,7 @@ def test_every_example_with_an_input_is_benchmarked(tmp_path):
     assert scan.startswith(str(tmp_path)) and json.loads(open(scan).read())["image"]
 
 
+@pytest.mark.integration  # runs ml-predict's generate_input.py
 def test_systems_include_the_full_system_only_when_it_differs(tmp_path):
     finra = next(w for w in catalogue.example_workloads(tmp_path) if w.name == "finra")
     names = [s.name for s in catalogue.systems_for(finra)]

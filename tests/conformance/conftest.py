@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from . import faastlane_cli, moto_engine
-from .cases import Case, all_cases
+from .cases import Case, all_cases, materialize
 from .outcome import Outcome
 
 HERE = Path(__file__).parent
@@ -50,7 +50,8 @@ class ConformanceRuns:
 
 
 @pytest.fixture(scope="session")
-def conformance_runs(request: pytest.FixtureRequest) -> Iterator[ConformanceRuns]:
+def conformance_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                     ) -> Iterator[ConformanceRuns]:
     selected: set[str] = set()
     runs: set[tuple[str, str]] = set()
     for item in request.session.items:
@@ -61,7 +62,8 @@ def conformance_runs(request: pytest.FixtureRequest) -> Iterator[ConformanceRuns
                 runs.add((params["case_name"], params["isolation"]))
     # moto logs every failed state with a full stack; failures are reported by the tests.
     logging.getLogger("moto").setLevel(logging.CRITICAL)
-    cases = [case for case in all_cases() if case.name in selected]
+    apps = tmp_path_factory.mktemp("conformance-apps")
+    cases = [materialize(case, apps) for case in all_cases() if case.name in selected]
     conformance = ConformanceRuns(cases, runs)
     yield conformance
     conformance.close()

@@ -1,6 +1,6 @@
 """Run a conformance case through the real ``faastlane run`` command.
 
-The case folder is itself a Faastlane app (``workflow.json`` + ``functions/``), so it is
+The case's app (``workflow.json`` + ``functions/``, materialized by ``cases.materialize``) is
 passed as is. The CLI contract: exit 0 with the output JSON on stdout, or exit 1 with
 ``{"Error", "Cause"}`` on stdout for a failed execution. Anything else (a traceback, an
 unexpected exit code, stdout that is not JSON) is reported as a harness-level failure

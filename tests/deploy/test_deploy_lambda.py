@@ -154,6 +154,7 @@ def test_a_changed_layer_is_published_and_only_our_superseded_versions_deleted(
     assert layer_versions(moto, layer) == [4, others, foreign]
 
 
+@pytest.mark.mpk  # packages the built cpython-mpk runtime
 def test_finra_deploys_with_a_custom_runtime(moto: str, role: str, tmp_path: Path):
     if not (ROOT / "cpython-mpk" / "build" / "bin" / "python3").exists():
         pytest.fail("cpython-mpk is not built: run `make -C cpython-mpk`", pytrace=False)

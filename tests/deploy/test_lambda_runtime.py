@@ -95,6 +95,7 @@ def test_finra_runs_through_the_runtime_api(runtime_api: RuntimeApi, tmp_path: P
     assert outcome.body == json.loads((FINRA / "expected.json").read_text())
 
 
+@pytest.mark.mpk  # packages the built cpython-mpk runtime
 def test_the_custom_runtime_bootstrap_runs_cpython_mpk(runtime_api: RuntimeApi,
                                                        small_app: Path, tmp_path: Path):
     if not (PYTHON_PREFIX / "bin" / "python3").exists():

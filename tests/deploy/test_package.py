@@ -5,6 +5,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from integration.apps import faastlane
 
 from .deploy_apps import FINRA, write_small_app
@@ -43,6 +45,7 @@ def test_lambda_function_zip_and_layer(tmp_path: Path):
     assert "runtime python3.13, handler lambda_function.handler" in done.stdout
 
 
+@pytest.mark.slow  # vendors large packages to exceed the limits
 def test_oversized_packages_are_refused_with_the_limit(tmp_path: Path):
     big = write_small_app(tmp_path / "big", big_string=51 * 1024 * 1024)
     openwhisk = faastlane("package", str(big), "--target", "openwhisk", "-o",

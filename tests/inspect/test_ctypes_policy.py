@@ -13,6 +13,9 @@ from __future__ import annotations
 import pytest
 from test_hardening import activated, child
 
+# Every test here runs cpython-mpk (patch 0009); tier: tests/conftest.py.
+pytestmark = pytest.mark.mpk
+
 # Each: a ctypes path stock CPython does not audit, as one expression over `ctypes`,
 # `libc_getpid` (the address of libc's getpid) and `secret` (a bytes object).
 UNAUDITED_PATHS = {

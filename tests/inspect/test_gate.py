@@ -22,6 +22,7 @@ def gate() -> bytes:
     return compile_gate(str(GATE_SOURCE))
 
 
+@pytest.mark.mpk
 def test_the_compiled_gate_is_the_one_the_runtime_reports(gate: bytes) -> None:
     if not RUNTIME.exists():
         pytest.fail(f"the cpython-mpk runtime is not built ({RUNTIME}): make -C cpython-mpk",

@@ -13,6 +13,7 @@ import sysconfig
 import textwrap
 from pathlib import Path
 
+import pytest
 from crafted_elf import compiler, function, shared_object
 
 PRELUDE = """
@@ -197,6 +198,7 @@ def test_seccomp_lets_the_runtime_call_site_through() -> None:
     assert "pvr (-1, 1)" in out  # libc's wrapper is in the range, but only pkey_* are
 
 
+@pytest.mark.mpk
 def test_the_runtime_key_syscall_site_passes_the_filter_and_nothing_else_does() -> None:
     """The runtime's one key ``syscall`` (mpk_sys.c), found by its bytes and called
     directly: pkey_alloc from there reaches the kernel (EINVAL without pku, a key with
@@ -254,6 +256,7 @@ def activated(body: str, action: Path | None = None, **options: object) -> str:
     return proc.stdout
 
 
+@pytest.mark.mpk
 def test_activate_switches_on_hook_filter_and_ffi_refusal_once() -> None:
     out = activated("""
     print("site", activation.key_syscall_site is not None, activation.refuse_ffi)
@@ -284,6 +287,7 @@ def test_activate_switches_on_hook_filter_and_ffi_refusal_once() -> None:
     assert "replace REFUSED the hardening's audit hook is already installed" in out
 
 
+@pytest.mark.mpk
 def test_activate_fails_closed_when_ctypes_was_loaded_and_kept_before() -> None:
     proc = activate_child("print('activated')", before="""
     import ctypes
@@ -298,6 +302,7 @@ def test_activate_fails_closed_when_ctypes_was_loaded_and_kept_before() -> None:
     assert "activated" in out
 
 
+@pytest.mark.mpk
 def test_a_thread_inside_a_domain_is_function_code_without_a_scope() -> None:
     """The C module's per-thread domain, not only the Python marker, says who runs:
     code that sheds its function_scope inside a domain is still refused, named after
@@ -317,6 +322,7 @@ def test_a_thread_inside_a_domain_is_function_code_without_a_scope() -> None:
     assert "outside None" in out
 
 
+@pytest.mark.mpk
 def test_waivers_come_from_the_action_record_pinned_by_sha256(tmp_path: Path) -> None:
     action = tmp_path / "action"
     (action / "functions" / "codec").mkdir(parents=True)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from crafted_elf import RUNTIME, function, shared_object
 
 WORKFLOW = {"StartAt": "Native", "States": {"Native": {"Type": "Task",
@@ -102,6 +103,7 @@ def test_package_fails_on_the_finding_too(tmp_path: Path) -> None:
     assert not (tmp_path / "action.zip").exists()
 
 
+@pytest.mark.mpk
 def test_inspect_of_the_runtime_accepts_its_gate() -> None:
     done = faastlane("inspect", "--python", str(RUNTIME), "--no-system-libraries")
     assert done.returncode == 0, done.stdout + done.stderr

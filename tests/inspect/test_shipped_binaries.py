@@ -85,6 +85,7 @@ def describe(report: Report) -> str:
     return "\n".join(f.one_line() for f in report.findings) + "\n" + report.summary()
 
 
+@pytest.mark.mpk
 def test_the_runtime_holds_exactly_one_wrpkru_its_gate() -> None:
     binary = runtime()
     report = inspect_targets([Target(binary, "python3")])
@@ -98,6 +99,7 @@ def test_the_runtime_holds_exactly_one_wrpkru_its_gate() -> None:
     assert result.gates == [expected]
 
 
+@pytest.mark.mpk
 def test_the_whole_runtime_prefix_passes_without_system_libraries() -> None:
     targets = python_targets(runtime(), system_libraries=False)
     assert any("lib-dynload" in t.path for t in targets)
@@ -121,6 +123,7 @@ def test_pillow_is_reported_accurately() -> None:
     assert_accurate(report, targets)
 
 
+@pytest.mark.mpk
 def test_the_system_libraries_the_runtime_loads_are_reported_accurately() -> None:
     """libc and the dynamic loader are mapped executable in every process: whatever they
     hold (glibc's pkey_set has a bare WRPKRU, ld.so's lazy-binding trampolines XRSTOR)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .apps import chain, faastlane, task, write_app
 
 ECHO = """
@@ -156,6 +158,7 @@ def test_trace_reports_every_state_with_compute_time(app_dir: Path) -> None:
     assert function["compute_ms"] >= 0 and function["end"] >= function["start"]
 
 
+@pytest.mark.mpk
 def test_mpk_isolation_without_keys_is_refused_clearly_when_required(app_dir: Path) -> None:
     # This host has no pku: FAASTLANE_MPK=on must refuse rather than run unenforced.
     write_app(app_dir, chain(("E", task("echo"))), {"echo": ECHO})

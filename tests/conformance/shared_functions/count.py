@@ -1,3 +1,4 @@
+"""How many calls flaky.py has logged in this execution (its scratch file)."""
 import json
 from pathlib import Path
 

@@ -1,0 +1,38 @@
+"""Fails its first FAILS calls in an execution, counting calls in a scratch file.
+
+One file for every Retry case that uses it: the harness writes it into the case's app
+with the case's own settings (its ``shared_functions.json``) in place of the defaults
+below (cases.py, ``materialize``).
+"""
+import json
+import time
+from pathlib import Path
+
+# Settings (each case's shared_functions.json replaces these lines).
+FAILS = 1  # how many calls fail before one succeeds
+ERROR = "TransientError"  # the exception raised: "TransientError" or "KeyError"
+RETURNS = "retryCount"  # "retryCount": the event's "retry"; "gaps": the waits it saw
+
+
+class TransientError(Exception):
+    pass
+
+
+def _record(scratch):
+    log = Path(scratch) / "calls.json"
+    calls = json.loads(log.read_text()) if log.exists() else []
+    calls.append(time.time())
+    log.write_text(json.dumps(calls))
+    return calls
+
+
+def handler(event, context):
+    calls = _record(event["scratch"])
+    if len(calls) <= FAILS:
+        raise {"TransientError": TransientError, "KeyError": KeyError}[ERROR](
+            f"call {len(calls)} fails")
+    if RETURNS == "gaps":
+        gaps = [b - a for a, b in zip(calls, calls[1:])]
+        return {"attempts": len(calls), "gap1AtLeastInterval": gaps[0] >= 0.9,
+                "gap2Backoff": gaps[1] >= 1.9, "gap2Capped": gaps[1] < 2.5}
+    return {"attempts": len(calls), "retryCount": event.get("retry")}
