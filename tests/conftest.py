@@ -74,6 +74,8 @@ SLOW_FILES = frozenset({
     "inspect/test_shipped_binaries.py",
     "placement/test_spilling.py",
     "placement/test_costs.py",
+    "integration/test_installed_cli.py",  # builds and installs a wheel
+    "bench/test_leaves_nothing.py",  # three benchmark runs, two of them interrupted
 })
 
 
