@@ -68,15 +68,7 @@ def _run_child(write_fd: int, jobs: list[int], work: Sequence[Callable[[], Any]]
         trace.forget()  # records made before the fork belong to the parent
         with os.fdopen(write_fd, "wb", buffering=_CHUNK) as out:
             for index in jobs:
-                try:
-                    message = {"i": index, "value": work[index]()}
-                except StatesError as exc:
-                    message = {"i": index, "error": exc.error, "cause": exc.cause}
-                except Exception as exc:  # noqa: BLE001 - an engine fault: the job's error
-                    message = {"i": index, "error": RUNTIME, "cause": unexpected_cause(exc)}
-                except BaseException as exc:  # noqa: BLE001 - reported to the parent
-                    message = {"i": index, "error": EXIT_ERROR,
-                               "cause": f"{type(exc).__name__}: {exc}"}
+                message = job_message(index, work[index])
                 message["trace"] = trace.take()
                 out.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
                 out.flush()
@@ -86,6 +78,19 @@ def _run_child(write_fd: int, jobs: list[int], work: Sequence[Callable[[], Any]]
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
+
+
+def job_message(index: int, job: Callable[[], Any]) -> dict[str, Any]:
+    """Run one job in a child; the JSON message its parent reads: its value, or its ASL
+    error (an unexpected exception is States.Runtime, an exit Runtime.ExitError)."""
+    try:
+        return {"i": index, "value": job()}
+    except StatesError as exc:
+        return {"i": index, "error": exc.error, "cause": exc.cause}
+    except Exception as exc:  # noqa: BLE001 - an engine fault: the job's error
+        return {"i": index, "error": RUNTIME, "cause": unexpected_cause(exc)}
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        return {"i": index, "error": EXIT_ERROR, "cause": f"{type(exc).__name__}: {exc}"}
 
 
 def _describe_exit(status: int) -> str:

@@ -46,12 +46,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..asl.errors import RUNTIME, TIMEOUT, StatesError, unexpected_cause
+from ..asl.errors import TIMEOUT, StatesError
 from ..asl.model import Machine, Map, Parallel, State, Task, walk_states
 from ..asl.variables import Variables, encoded_size
 from ..engine import trace
 from ..engine.execution import Execution
-from ..engine.forking import Outcome, _describe_exit
+from ..engine.forking import Outcome, _describe_exit, job_message
 from ..engine.functions import EXIT_ERROR, FunctionRegistry
 from ..interpreter.states import BranchJob, run_machine
 from ..options import NONE, PARALLEL_PROCESSES, PARALLEL_THREADS, Options
@@ -250,16 +250,7 @@ class ForkPool:
                     ctx = job.get("ctx", ctx)
                     trace.enabled = bool(job.get("trace"))
                     trace.forget()
-                    try:
-                        message = {"i": job["i"], "value": self._run_job(ctx, job)}
-                    except StatesError as exc:
-                        message = {"i": job["i"], "error": exc.error, "cause": exc.cause}
-                    except Exception as exc:  # noqa: BLE001 - an engine fault: the job's error
-                        message = {"i": job["i"], "error": RUNTIME,
-                                   "cause": unexpected_cause(exc)}
-                    except BaseException as exc:  # noqa: BLE001 - reported to the parent
-                        message = {"i": job["i"], "error": EXIT_ERROR,
-                                   "cause": f"{type(exc).__name__}: {exc}"}
+                    message = job_message(job["i"], lambda: self._run_job(ctx, job))
                     message["trace"] = trace.take()
                     out.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
                     out.flush()
