@@ -207,3 +207,18 @@ def test_branch_output_is_labelled_and_the_trace_has_its_own_file(app_dir: Path,
     records = [json.loads(line) for line in trace_file.read_text().splitlines()]
     assert records[0]["trace"] == "faastlane"
     assert {r.get("state") for r in records[1:]} >= {"P", "Left", "Right"}
+
+
+def test_functions_run_in_the_task_root_not_where_the_user_stood(app_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    where = "import os\n\ndef handler(event, context):\n    return os.getcwd()\n"
+    write_app(app_dir, {"StartAt": "W", "States": {
+        "W": {"Type": "Task", "Resource": "where", "End": True}}}, {"where": where})
+    out = tmp_path / "action"
+    elsewhere = tmp_path / "somewhere"
+    elsewhere.mkdir()
+    done = subprocess.run([sys.executable, "-m", "faastlane", "run", str(app_dir), "--keep",
+                           str(out)], cwd=elsewhere, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT / "composer")))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == str(out)  # the action folder, as /var/task on Lambda

@@ -23,6 +23,10 @@ from ..orchestrator import SUCCEEDED, Orchestrator, Result, load_options
 from . import labelled_output, shutdown
 
 
+# This file is faastlane_runtime/platforms/local.py inside the action folder.
+ACTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="Run this composed Faastlane workflow locally.")
     source = parser.add_mutually_exclusive_group()
@@ -75,10 +79,17 @@ def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int
     if args.source_root:
         functions.show_sources_from(args.source_root)
     execution_input = read_input(args)
+    if args.trace not in (None, "-"):
+        args.trace = os.path.abspath(args.trace)
+    isolation = args.isolation or _planned_isolation()
+    # The functions' working directory is the task root, the action folder, as on Lambda
+    # (/var/task) and in the OpenWhisk action (action_launcher), not wherever the user
+    # stood; one for every function, as threads share it.
+    os.chdir(ACTION_ROOT)
     result_fd = os.dup(1)
     sys.stdout.flush()
     os.dup2(2, 1)  # from here on, anything printed goes to stderr
-    if (args.isolation or _planned_isolation()) != MPK:
+    if isolation != MPK:
         labelled_output.install()
         return _run(load, args, execution_input, result_fd)
 
