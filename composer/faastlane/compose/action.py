@@ -30,6 +30,7 @@ from faastlane.asl.problem import Problem, sort_key
 from faastlane.asl.unsupported import unsupported_features
 from faastlane.asl.validate import validate
 from faastlane.errors import FaastlaneError, InvalidWorkflow
+from faastlane.inspect.errors import InspectionFailed
 from faastlane.inspect.shipment import app_waivers, inspect_shipment
 from faastlane.runtime.asl.model import JSONATA, Machine, machine_from_asl, walk_states
 from faastlane.runtime.options import Options
@@ -122,8 +123,23 @@ def write_action(composition: Composition, out_dir: str) -> str:
     """Write the action folder whole; returns its path. An existing ``out_dir`` is
     replaced only when it is an earlier action and nothing else (:mod:`output`)."""
     app = composition.app
-    return output.write_into(out_dir, app.root, os.path.join(app.root, FUNCTIONS_DIR),
-                             lambda stage: _build(composition, stage))
+    refused: list[InspectionFailed] = []
+
+    def build(stage: str) -> None:
+        _build(composition, stage)
+        # Native code the action ships (a function's .so) must not change PKRU: records
+        # inspection.json and fails on an unwaived finding (faastlane.inspect). A refused
+        # action is still written, with its record, for the user to look at; the
+        # command fails.
+        try:
+            inspect_shipment(stage, app_waivers(app.settings.inspector_waivers))
+        except InspectionFailed as exc:
+            refused.append(exc)
+
+    output.write_into(out_dir, app.root, os.path.join(app.root, FUNCTIONS_DIR), build)
+    if refused:
+        raise refused[0]
+    return out_dir
 
 
 def _build(composition: Composition, out_dir: str) -> None:
@@ -148,9 +164,6 @@ def _build(composition: Composition, out_dir: str) -> None:
     for name, text in files.items():
         with open(os.path.join(out_dir, name), "w", encoding="utf-8") as handle:
             handle.write(text)
-    # Native code the action ships (a function's .so) must not change PKRU: records
-    # inspection.json and fails on an unwaived finding (faastlane.inspect).
-    inspect_shipment(out_dir, app_waivers(app.settings.inspector_waivers))
 
 
 def uses_jsonata(workflow: Machine) -> bool:

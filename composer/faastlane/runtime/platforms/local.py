@@ -22,7 +22,6 @@ from ..options import ISOLATION_MODES, MPK, PARALLEL_PROCESSES, PARALLEL_THREADS
 from ..orchestrator import SUCCEEDED, Orchestrator, Result, load_options
 from . import labelled_output, shutdown
 
-
 # This file is faastlane_runtime/platforms/local.py inside the action folder.
 ACTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
