@@ -125,7 +125,7 @@ def test_untrusted_analytics_runs_in_its_own_process_by_default(aws: LocalAws) -
     assert header["isolation"] == "process"  # faastlane.json marks Analytics untrusted
     calls = [line for line in lines if line.get("type") == "Function"]
     analytics = [c for c in calls if c["function"] == "Analytics"]
-    assert len(analytics) == 1 and analytics[0]["placement"] == "process"
+    assert len(analytics) == 1 and analytics[0]["placement"] == "sandbox"
     phi_pids = {c["pid"] for c in calls if c["function"] != "Analytics"}
     assert analytics[0]["pid"] not in phi_pids
     assert len([c for c in calls if c["function"] == "PHIIdentifier"]) == len(RECORDS)

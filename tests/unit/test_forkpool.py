@@ -185,13 +185,15 @@ def test_a_reused_worker_keeps_module_state_under_isolation_none(make) -> None:
     assert calls == [1, 2, 3]
 
 
-def test_process_isolation_keeps_a_fresh_fork_per_job(make) -> None:
+def test_process_isolation_calls_functions_in_their_warm_sandboxes(make) -> None:
+    # No function marked: every one is isolated, in its own sandbox, which stays warm
+    # across jobs and instances (as a Lambda container); the pool's workers only call it.
     orchestrator = make(map_of("count"), isolation="process", vcpus=1)
-    assert orchestrator.pool._idle == []
     first = orchestrator.execute([0, 0]).output
     second = orchestrator.execute([0]).output
-    assert [o["calls"] for o in first + second] == [1, 1, 1]
-    assert len(pids_of(first + second)) == 3
+    assert [o["calls"] for o in first + second] == [1, 2, 3]
+    assert len(pids_of(first + second)) == 1
+    assert pids_of(first).isdisjoint({w.pid for w in orchestrator.pool._idle})
 
 
 def test_a_section_calling_an_untrusted_function_keeps_a_fresh_fork(make) -> None:

@@ -42,6 +42,7 @@ from faastlane.runtime.options import (
     PROCESSES,
     THREADS,
     Options,
+    sandboxed_functions,
 )
 from faastlane.runtime.parallel.invokers import LAMBDA_PAYLOAD_LIMIT, OPENWHISK_PAYLOAD_LIMIT
 from faastlane.runtime.parallel.spill import state_keys
@@ -66,7 +67,8 @@ def choose_isolation(app: App, requested: str | None) -> tuple[str, str]:
     elif app.settings.untrusted:
         mode, reason = PROCESS_ISOLATION, (
             "faastlane.json marks untrusted functions and protection keys are not in use: "
-            "every function runs in its own process")
+            "the untrusted and sensitive functions each run in their own warm sandboxed "
+            "process, the others as threads")
     else:
         mode, reason = NONE, "no function is marked untrusted: threads share one heap"
     if mode not in (MPK, PROCESS_ISOLATION, NONE):
@@ -167,14 +169,19 @@ def make_options(app: App, isolation: str, vcpus: int | None, threads_only: bool
 
 
 def _describe(state: State, options: Options, decided: tuple[str, str] | None,
-              costs: HandoffCosts) -> dict[str, Any]:
+              costs: HandoffCosts, isolated: frozenset[str]) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": type(state).__name__}
     if isinstance(state, Task):
         entry["function"] = state.function
-        if options.isolation == PROCESS_ISOLATION or options.processes_only:
+        if options.processes_only:
             entry["placement"] = "process"
-            entry["reason"] = ("isolation=process: the function runs in its own forked "
-                               "process; its input and output cross a pipe as JSON")
+            entry["reason"] = ("-P: the function runs in a forked process per call; its "
+                               "input and output cross a pipe as JSON")
+        elif isolated and (state.function is None or state.function in isolated):
+            entry["placement"] = "sandbox"
+            entry["reason"] = ("isolation=process: the function runs in its own warm "
+                               "sandboxed process (imported there once); its input and "
+                               "output cross a socket")
         else:
             entry["placement"] = "thread"
             entry["reason"] = ("sequential state: the function runs on its own thread of "
@@ -207,6 +214,8 @@ def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: s
     costs = load_costs()
     decided = placements(workflow, options.vcpus, options.max_containers, options.parallel,
                          costs)
+    isolated = frozenset(sandboxed_functions(
+        options, app.functions, set(app.settings.untrusted) | set(app.settings.sensitive)))
     return {
         "workflow": app.name,
         "options": asdict(options),
@@ -217,6 +226,6 @@ def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: s
                              "sensitive": name in app.settings.sensitive}
                       for name, spec in app.functions.items()},
         "states": {keys[id(state)]: _describe(state, options, decided.get(keys[id(state)]),
-                                              costs)
+                                              costs, isolated)
                    for state in walk_states(workflow)},
     }

@@ -6,6 +6,7 @@ code imports these too, so they live at the bottom of the runtime.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from .cpus import available_cpus
@@ -38,6 +39,17 @@ class Options:
     def cpu_budget(self) -> int:
         """Parallel workers: ``vcpus``, else the CPUs the cpuset and CPU quota allow."""
         return self.vcpus if self.vcpus > 0 else available_cpus()
+
+
+def sandboxed_functions(options: Options, functions: Iterable[str],
+                        marked: Collection[str]) -> list[str]:
+    """The functions process isolation runs in their own warm sandboxed processes:
+    those faastlane.json marks untrusted or sensitive (``marked``; the others keep
+    running as threads, state by reference), or every one if it marks none. None under
+    the other modes, nor under ``-P`` (a fork per call)."""
+    if options.isolation != PROCESS_ISOLATION or options.processes_only:
+        return []
+    return [name for name in functions if not marked or name in marked]
 
 
 # Placements of a Parallel or Map state (plan.json's "placement").

@@ -1,9 +1,11 @@
 """The object a generated ``orchestrator.py`` builds: one per action, warm across requests.
 
 It pre-imports every function module when the action loads (their module-level set-up
-runs once per container, as on Lambda), reads the placement plan, and executes workflow
-instances. Platform entry points (``__main__.py`` for OpenWhisk, ``lambda_function.py``
-for Lambda) and the local runner all go through :meth:`Orchestrator.execute`.
+runs once per container, as on Lambda) -- under process isolation, the functions it
+isolates import in their own sandboxed processes instead -- reads the placement plan,
+and executes workflow instances. Platform entry points (``__main__.py`` for OpenWhisk,
+``lambda_function.py`` for Lambda) and the local runner all go through
+:meth:`Orchestrator.execute`.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from .asl.model import Machine
 from .engine.execution import Execution
 from .engine.functions import FunctionRegistry, FunctionSpec, Invocable
 from .interpreter.states import run_machine
-from .options import MPK, Options
-from .parallel.forkpool import ForkPool, untrusted_functions
+from .options import MPK, Options, sandboxed_functions
+from .parallel.forkpool import ForkPool, marked_functions, untrusted_functions
 from .parallel.sections import Sections
 from .parallel.spill import Spiller
+from .sandbox.host import Sandboxes
 
 SUCCEEDED = "SUCCEEDED"
 FAILED = "FAILED"
@@ -45,10 +48,29 @@ class Result:
 
 
 def load_options(plan_file: str) -> Options:
-    """The placement options recorded in plan.json by ``faastlane compose``."""
+    """The placement options recorded in plan.json by ``faastlane compose``; a local
+    run's ``--isolation`` (``FAASTLANE_ISOLATION``) overrides the recorded mode, so that
+    the functions are loaded for it."""
     with open(plan_file, encoding="utf-8") as handle:
         recorded = json.load(handle).get("options", {})
-    return Options(**{k: v for k, v in recorded.items() if k in Options.__dataclass_fields__})
+    options = Options(**{k: v for k, v in recorded.items()
+                         if k in Options.__dataclass_fields__})
+    isolation = os.environ.get("FAASTLANE_ISOLATION")
+    return replace(options, isolation=isolation) if isolation else options
+
+
+def action_memory_mb() -> int | None:
+    """The memory the action was given (Lambda's setting, else the container's cgroup
+    limit): a sandboxed function's memory limit unless faastlane.json sets its own."""
+    size = os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "")
+    if size.isdigit():
+        return int(size)
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as handle:
+            limit = handle.read().strip()
+    except OSError:
+        return None
+    return int(limit) // (1024 * 1024) if limit.isdigit() else None
 
 
 def _load_private(root: str, spec: FunctionSpec, keep_escapes: bool) -> Invocable:
@@ -69,13 +91,24 @@ class Orchestrator:
         self.root = root
         plan = os.path.join(root, "plan.json")
         self.options = options or (load_options(plan) if os.path.exists(plan) else Options())
-        self.functions = FunctionRegistry(root, functions, _load_private)
+        # Sandboxes first: their zygote is forked before any function module is imported
+        # here, and their imports run while the trusted functions' do.
+        isolated = sandboxed_functions(
+            self.options, functions, marked_functions(plan, ("untrusted", "sensitive")))
+        self.sandboxes = (Sandboxes(root, [functions[n] for n in isolated],
+                                    self.options.cpu_budget(), action_memory_mb())
+                          if isolated else None)
+        if self.sandboxes is not None:
+            self.sandboxes.warm()
+        self.functions = FunctionRegistry(root, functions, _load_private, self.sandboxes)
         self.functions.preload(private=self.options.isolation == MPK,
                                kept_escapes=self.options.kept_escapes)
         # Warm workers for Parallel/Map, forked now that every module is imported.
         self.pool = ForkPool(name, workflow, self.functions, untrusted_functions(plan))
         if self.pool.wanted(self.options):
             self.pool.start(self.options.cpu_budget())
+        if self.sandboxes is not None:
+            self.sandboxes.ready()
 
     def with_options(self, **overrides: Any) -> Options:
         """This action's options with some replaced (``None`` values are ignored)."""
@@ -97,5 +130,8 @@ class Orchestrator:
         return Result(SUCCEEDED, output=output)
 
     def close(self) -> None:
-        """Stop the warm workers (they also exit on their own when this process does)."""
+        """Stop the warm workers and the sandboxes (they also exit on their own when this
+        process does)."""
         self.pool.close()
+        if self.sandboxes is not None:
+            self.sandboxes.close()

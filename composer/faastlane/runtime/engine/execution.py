@@ -1,15 +1,17 @@
 """One workflow execution: its context object, deadline, options and function calls.
 
 The state executors (``states.py``) decide *what* happens; this module decides *where*:
-a function runs on its own thread (state passed by reference) or in a forked process
-(state over a pipe), and parallel work runs in forked processes, at most ``vcpus`` at a
-time, or on threads for the ``-Th`` variant.
+a function runs on its own thread (state passed by reference), in its warm sandboxed
+process (``--isolation process``: the functions it isolates, ``FunctionRegistry.
+sandboxes``) or in a forked process (``-P``), and parallel work runs in forked
+processes, at most ``vcpus`` at a time, or on threads for the ``-Th`` variant.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
+import os
 import threading
 import time
 import uuid
@@ -28,12 +30,15 @@ from .functions import (
     DEFAULT_TIMEOUT_SECONDS,
     EXIT_ERROR,
     FunctionRegistry,
+    FunctionSpec,
     Invocable,
     running,
     timed_out,
 )
 from .lambda_context import ACCOUNT, REGION
 from .threads import POOL, Handover, WorkerTimeout
+
+SANDBOX = "sandbox"  # a function in its own warm sandboxed process (trace, plan.json)
 
 
 class ExecutionTimedOut(StatesError):
@@ -148,23 +153,39 @@ class Execution:
 
     # ------------------------------------------------------------------ functions
 
-    def function_placement(self, default: str) -> str:
-        if self.options.isolation == PROCESS_ISOLATION or self.options.processes_only:
+    def function_placement(self, default: str, function: str | None = None) -> str:
+        """Where a function of a Task placed at ``default`` runs: ``-P`` forks every
+        call; under process isolation the functions the Orchestrator isolates run in
+        their sandboxes (a fork per call where it made none), the rest as planned."""
+        if self.options.processes_only:
             return PROCESS
+        if self.options.isolation == PROCESS_ISOLATION:
+            sandboxes = self.functions.sandboxes
+            if sandboxes is None:
+                return PROCESS
+            if function is None or sandboxes.holds(function):
+                return SANDBOX
         return default
 
     def call_function(self, state_name: str, function: str, event: Any,
                       timeout_seconds: float | None, placement: str) -> Any:
         """Run one function invocation where the plan says; return its detached result."""
-        loaded = self.functions.get(function, private=self.options.isolation == MPK,
-                                    keep_escapes=function in self.options.kept_escapes)
-        where = self.function_placement(placement)
+        where = self.function_placement(placement, function)
+        if where == SANDBOX:  # never imported here: its module is its sandbox's alone
+            spec = self.functions.spec(function)
+            loaded = None
+        else:
+            loaded = self.functions.get(function, private=self.options.isolation == MPK,
+                                        keep_escapes=function in self.options.kept_escapes)
+            spec = loaded.spec
         # The nearer of the Task's TimeoutSeconds (States.Timeout) and the function's own
         # timeout (Lambda stops it: Sandbox.Timedout); negative: the function's.
-        own = function_timeout(loaded)
+        own = function_timeout(spec)
         if timeout_seconds is None or timeout_seconds > own:
             timeout_seconds = -own
         limit = self.remaining(abs(timeout_seconds))
+        if loaded is None:
+            return self._call_in_sandbox(state_name, spec, event, limit, timeout_seconds)
         if where == PROCESS:
             return self._call_in_process(state_name, loaded, event, limit, timeout_seconds)
         return self._call_on_thread(state_name, loaded, event, limit, timeout_seconds)
@@ -187,11 +208,11 @@ class Execution:
         relay's waiter) gave up on it at its function's timeout. The function is looked
         up now (a missing one fails here). Only where :meth:`relays` says."""
         loaded = self.functions.get(function)
-        seconds = function_timeout(loaded)
+        seconds = function_timeout(loaded.spec)
 
         def job() -> Handover | None:
             ticket = watch.started(state_name, seconds)
-            outcome = _timed_invoke(state_name, loaded, event, seconds, THREAD)
+            outcome = timed_invoke(state_name, loaded, event, seconds, THREAD)
             if not watch.finished(ticket):
                 return None  # timed out: the relay ended without it
             return then(*outcome)
@@ -201,7 +222,7 @@ class Execution:
     def _call_on_thread(self, state_name: str, loaded: Invocable, event: Any,
                         limit: float | None, timeout_seconds: float) -> Any:
         def body() -> tuple[Any, StatesError | None]:
-            return _timed_invoke(state_name, loaded, event, abs(timeout_seconds), THREAD)
+            return timed_invoke(state_name, loaded, event, abs(timeout_seconds), THREAD)
 
         try:
             result, error = POOL.run(loaded.spec.name, body, limit)
@@ -215,7 +236,7 @@ class Execution:
     def _call_in_process(self, state_name: str, loaded: Invocable, event: Any,
                          limit: float | None, timeout_seconds: float) -> Any:
         def body() -> Any:
-            result, error = _timed_invoke(state_name, loaded, event, abs(timeout_seconds),
+            result, error = timed_invoke(state_name, loaded, event, abs(timeout_seconds),
                                           PROCESS)
             if error is not None:
                 raise error
@@ -231,6 +252,22 @@ class Execution:
                 raise _timeout_error(state_name, timeout_seconds)
             raise outcome.error
         return outcome.value
+
+    def _call_in_sandbox(self, state_name: str, spec: FunctionSpec, event: Any,
+                         limit: float | None, timeout_seconds: float) -> Any:
+        sandboxes = self.functions.sandboxes
+        assert sandboxes is not None
+        request = {"state": state_name, "event": event, "timeout": abs(timeout_seconds),
+                   "trace": trace.enabled, "env": activation_environment()}
+        try:
+            reply = sandboxes.call(spec.name, request, limit)
+        except CallTimedOut:
+            self.check_deadline()
+            raise _timeout_error(state_name, timeout_seconds) from None
+        trace.extend(reply.get("trace") or [])
+        if "error" in reply:
+            raise StatesError(str(reply["error"]), str(reply.get("cause", "")))
+        return reply.get("value")
 
     # ------------------------------------------------------------------ parallel work
 
@@ -262,9 +299,22 @@ class Execution:
         return outcomes
 
 
-def function_timeout(loaded: Invocable) -> float:
+def function_timeout(spec: FunctionSpec) -> float:
     """The function's own timeout (faastlane.json), in seconds."""
-    return loaded.spec.timeout or DEFAULT_TIMEOUT_SECONDS
+    return spec.timeout or DEFAULT_TIMEOUT_SECONDS
+
+
+class CallTimedOut(Exception):
+    """A call to a function in its sandbox outlived its limit (the sandbox was killed)."""
+
+
+# Per-activation environment a function in another process must see as the Orchestrator
+# does now (OpenWhisk's __OW_* variables, Lambda's trace id).
+ACTIVATION_ENV = ("__OW_", "_X_AMZN_TRACE_ID")
+
+
+def activation_environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith(ACTIVATION_ENV)}
 
 
 def _timeout_error(state_name: str, timeout_seconds: float) -> StatesError:
@@ -326,7 +376,7 @@ class RelayWatch:
         return error
 
 
-def _timed_invoke(state_name: str, loaded: Invocable, event: Any,
+def timed_invoke(state_name: str, loaded: Invocable, event: Any,
                   timeout_seconds: float | None, placement: str
                   ) -> tuple[Any, StatesError | None]:
     """Invoke a function, detach its result and, when tracing, record its compute span."""

@@ -275,29 +275,44 @@ class Invocable(Protocol):
 PrivateLoader = Callable[[str, FunctionSpec, bool], Invocable]
 
 
+class Sandboxed(Protocol):
+    """The functions that run in their own warm sandboxed processes (``--isolation
+    process``; ``sandbox.host.Sandboxes``)."""
+
+    def holds(self, function: str) -> bool: ...
+
+    def call(self, function: str, request: dict[str, Any], limit: float | None
+             ) -> dict[str, Any]: ...
+
+
 class FunctionRegistry:
     """Every function of a workflow, pre-imported when the Orchestrator loads.
 
     ``private_loader(root, spec, keep_escapes)`` loads a function into its own private
     heap (``isolation.private_heaps.load``, handed in by the Orchestrator: only mpk mode
-    on the cpython-mpk runtime needs it).
+    on the cpython-mpk runtime needs it). ``sandboxes``: the functions that run in their
+    own processes (never imported here), for every execution that uses this registry.
     """
 
     def __init__(self, root: str, specs: dict[str, FunctionSpec],
-                 private_loader: PrivateLoader | None = None) -> None:
+                 private_loader: PrivateLoader | None = None,
+                 sandboxes: Sandboxed | None = None) -> None:
         self.root = root
         self.specs = specs
+        self.sandboxes = sandboxes
         self._private_loader = private_loader
         self._loaded: dict[str, Invocable] = {}
         self._private: dict[str, Invocable] = {}
 
     def preload(self, private: bool = False, kept_escapes: tuple[str, ...] = ()) -> None:
         """Run every function's module-level set-up once per container, as on Lambda;
-        ``private``: each inside its own private heap (``--isolation mpk``)."""
+        ``private``: each inside its own private heap (``--isolation mpk``). Functions
+        in sandboxes import there, never here."""
         for name in self.specs:
-            self.get(name, private, name in kept_escapes)
+            if self.sandboxes is None or not self.sandboxes.holds(name):
+                self.get(name, private, name in kept_escapes)
 
-    def _spec(self, name: str) -> FunctionSpec:
+    def spec(self, name: str) -> FunctionSpec:
         spec = self.specs.get(name)
         if spec is None:
             raise StatesError("Lambda.ResourceNotFoundException", f"Function not found: {name}")
@@ -325,12 +340,12 @@ class FunctionRegistry:
                     raise StatesError(RUNTIME, "isolation mpk: this Orchestrator was made "
                                                "without a private-heap loader")
                 found = self._private[name] = _or_missing(
-                    self._spec(name),
-                    lambda: self._private_loader(self.root, self._spec(name), keep_escapes))
+                    self.spec(name),
+                    lambda: self._private_loader(self.root, self.spec(name), keep_escapes))
             return found
         loaded = self._loaded.get(name)
         if loaded is None:
-            spec = self._spec(name)
+            spec = self.spec(name)
             loaded = self._loaded[name] = _or_missing(spec, lambda: self._load(spec))
         return loaded
 

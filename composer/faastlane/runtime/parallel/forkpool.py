@@ -19,10 +19,12 @@ replaced; a deadline or a failure under ``stop_on_error`` kills the busy workers
 Isolation. A reused worker keeps whatever an earlier job left in it (module globals,
 threads, files, environment), so a branch can see what a previous branch, possibly of
 another instance, left behind. That is what threads of the Orchestrator already share
-under isolation ``none``, so the pool is used only there, and only for sections whose
-functions are all trusted: under ``process`` or ``mpk`` isolation, and for any section
-that may call a function faastlane.json marks untrusted, every job gets a fresh fork of
-the Orchestrator (:func:`forking.run_forked`). A worker whose job failed is retired (it
+under isolation ``none``, so the pool is used there for sections whose functions are all
+trusted, and under ``process`` isolation, whose isolated functions run in their own
+sandboxes (``sandbox``): a worker only calls them, never runs their code. Under ``mpk``,
+under ``-P``, and for a section that may call a function faastlane.json marks untrusted
+that no sandbox holds, every job gets a fresh fork of the Orchestrator
+(:func:`forking.run_forked`). A worker whose job failed is retired (it
 may hold an abandoned thread still running user code) and a fresh one forked when needed.
 Workers see the function modules as they were when forked: later changes to module state
 in the Orchestrator (a cache a sequential function filled) do not reach them, as they
@@ -50,16 +52,14 @@ from ..asl.errors import TIMEOUT, StatesError
 from ..asl.model import Machine, Map, Parallel, State, Task, walk_states
 from ..asl.variables import Variables, encoded_size
 from ..engine import trace
-from ..engine.execution import Execution
+from ..engine.execution import Execution, activation_environment
 from ..engine.forking import Outcome, _describe_exit, job_message
 from ..engine.functions import EXIT_ERROR, FunctionRegistry
 from ..interpreter.states import BranchJob, run_machine
-from ..options import NONE, PARALLEL_PROCESSES, PARALLEL_THREADS, Options
+from ..options import NONE, PARALLEL_PROCESSES, PARALLEL_THREADS, PROCESS_ISOLATION, Options
 from .protocol import find_state, job_machine, state_keys
 
 _CHUNK = 1 << 20
-# Per-activation environment a warm worker must see as the Orchestrator does now.
-_ACTIVATION_ENV = ("__OW_", "_X_AMZN_TRACE_ID")
 
 # Parent-side pipe ends of every pool of this process. Any forked child closes them, so a
 # worker is never kept alive by another process holding its job pipe: when the
@@ -94,15 +94,20 @@ class _Worker:
         return pid == 0
 
 
-def untrusted_functions(plan_file: str) -> frozenset[str]:
-    """The functions plan.json (from faastlane.json) marks untrusted."""
+def marked_functions(plan_file: str, marks: tuple[str, ...]) -> frozenset[str]:
+    """The functions plan.json (from faastlane.json) marks with any of ``marks``."""
     try:
         with open(plan_file, encoding="utf-8") as handle:
             functions = json.load(handle).get("functions", {})
     except (OSError, ValueError):
         return frozenset()
     return frozenset(name for name, entry in functions.items()
-                     if isinstance(entry, dict) and entry.get("untrusted"))
+                     if isinstance(entry, dict) and any(entry.get(m) for m in marks))
+
+
+def untrusted_functions(plan_file: str) -> frozenset[str]:
+    """The functions plan.json (from faastlane.json) marks untrusted."""
+    return marked_functions(plan_file, ("untrusted",))
 
 
 def _event_counter(execution: Execution) -> int:
@@ -135,12 +140,22 @@ class ForkPool:
 
     def wanted(self, options: Options) -> bool:
         """Whether the workflow run with ``options`` would use the pool at all."""
-        return (options.isolation == NONE and options.parallel == PARALLEL_PROCESSES
+        return (self._isolation_allows(options) and options.parallel == PARALLEL_PROCESSES
                 and any(isinstance(s, (Parallel, Map)) and self._trusted_section(s)
                         for s in walk_states(self.workflow)))
 
+    def _isolation_allows(self, options: Options) -> bool:
+        """Isolation none; or process isolation where the isolated functions run in
+        their sandboxes (a worker only calls them), not a fork per call."""
+        return options.isolation == NONE or (
+            options.isolation == PROCESS_ISOLATION and not options.processes_only
+            and self.functions.sandboxes is not None)
+
     def _trusted_section(self, state: State) -> bool:
-        """No function this Parallel/Map may call is marked untrusted."""
+        """No function this Parallel/Map may call is marked untrusted (or those that
+        are run in their sandboxes, never in a worker)."""
+        if self.functions.sandboxes is not None:
+            return True
         known = self._trusted.get(id(state))
         if known is None:
             machines = state.branches if isinstance(state, Parallel) else [state.iterator]
@@ -157,7 +172,7 @@ class ForkPool:
         """Whether the warm workers may run this section's ``work``; ``may_spill``: the
         section could go to other containers."""
         return (not self._closed and os.getpid() == self._owner
-                and execution.options.isolation == NONE
+                and self._isolation_allows(execution.options)
                 and isinstance(state, (Parallel, Map)) and id(state) in self.keys
                 and self._trusted_section(state)
                 # A branch that could spill to other containers needs this activation's
@@ -345,7 +360,7 @@ class _Section:
                "events": _event_counter(execution), "options": asdict(execution.options),
                "variables": view,
                "variables_bytes": sum(encoded_size(v) for v in view.values()),
-               "env": {k: v for k, v in os.environ.items() if k.startswith(_ACTIVATION_ENV)}}
+               "env": activation_environment()}
         return json.dumps(ctx, separators=(",", ":")).encode()
 
     def _message(self, index: int, worker: _Worker) -> bytes:

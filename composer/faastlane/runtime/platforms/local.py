@@ -81,6 +81,8 @@ def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int
     if args.trace not in (None, "-"):
         args.trace = os.path.abspath(args.trace)
     isolation = args.isolation or _planned_isolation()
+    if args.isolation:  # the Orchestrator loads its functions for it (load_options)
+        os.environ["FAASTLANE_ISOLATION"] = args.isolation
     # The functions' working directory is the task root, the action folder, as on Lambda
     # (/var/task) and in the OpenWhisk action (action_launcher), not wherever the user
     # stood; one for every function, as threads share it.

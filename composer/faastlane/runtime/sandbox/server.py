@@ -1,0 +1,142 @@
+"""A sandbox process: one function, imported once, invoked over its socket for the
+container's life (a warm Lambda: module-level state persists between invocations).
+
+Requests (``wire``) carry the event, the label its output is tagged with, the seconds
+the function may run (for its context's remaining time; the caller enforces them), the
+activation's environment and whether to trace. The reply is the detached result or the
+ASL error, with the trace records made here. One invocation at a time, as on Lambda;
+callers on other connections wait their turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import sys
+from typing import Any, NoReturn
+
+from ..asl.errors import StatesError
+from ..engine import trace
+from ..engine.execution import timed_invoke
+from ..engine.functions import (
+    FunctionSpec,
+    Invocable,
+    LoadedFunction,
+    environment_of,
+    lambda_error,
+    load_module,
+)
+from ..engine.lambda_env import CURRENT
+from . import wire
+
+SANDBOX = "sandbox"  # the placement trace records name
+OUT_OF_MEMORY = "Runtime.OutOfMemory"
+
+
+class _ImportFailed:
+    """A function whose module failed to import: every invocation reports it, as
+    Lambda reports an init error."""
+
+    def __init__(self, spec: FunctionSpec, error: StatesError) -> None:
+        self.spec = spec
+        self.error = error
+
+    def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
+        raise StatesError(self.error.error, self.error.cause)
+
+
+def load(root: str, spec: FunctionSpec) -> Invocable:
+    """Import the function with its own environment (its module set-up sees it)."""
+    environment = environment_of(root, spec)
+    CURRENT.view = environment
+    try:
+        module = load_module(root, spec)
+        return LoadedFunction(spec, module, environment)
+    except StatesError as error:
+        return _ImportFailed(spec, error)
+    finally:
+        CURRENT.view = None
+
+
+def _out_of_memory(error: StatesError) -> StatesError:
+    """A function that ran out of its memory, as Lambda reports it."""
+    try:
+        request_id = json.loads(error.cause).get("requestId", "")
+    except (ValueError, AttributeError):
+        request_id = ""
+    return lambda_error(OUT_OF_MEMORY, f"RequestId: {request_id} Error: Runtime exited "
+                                       f"with error: signal: killed", request_id)
+
+
+def _answer(function: Invocable, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Run one request; the reply and whether this process must be replaced after it."""
+    if request.get("ping"):  # the Orchestrator waits for the import to be done
+        return {"pong": True}, False
+    os.environ.update(request.get("env") or {})
+    trace.enabled = bool(request.get("trace"))
+    trace.forget()
+    recycle = False
+    result, error = timed_invoke(request["state"], function, request["event"],
+                                 request.get("timeout"), SANDBOX)
+    if error is not None and error.error == "MemoryError":
+        error, recycle = _out_of_memory(error), True
+    reply: dict[str, Any] = ({"value": result} if error is None
+                             else {"error": error.error, "cause": error.cause})
+    reply["trace"] = trace.take()
+    if recycle:  # the caller waits for this process to end and starts another
+        reply["recycled"] = True
+    return reply, recycle
+
+
+def serve(listener: socket.socket, root: str, spec: FunctionSpec,
+          trusted_filters: int) -> NoReturn:
+    """The sandbox's life: import, then answer requests until the zygote goes."""
+    status = 0
+    try:
+        function = load(root, spec)
+        sys.stdout.flush()
+        selector = selectors.DefaultSelector()
+        selector.register(listener, selectors.EVENT_READ)
+        while True:
+            for key, _ in selector.select():
+                if key.fileobj is listener:
+                    connection, _ = listener.accept()
+                    if wire.peer_allowed(connection, trusted_filters):
+                        selector.register(connection, selectors.EVENT_READ)
+                    else:
+                        connection.close()
+                    continue
+                connection = key.fileobj  # type: ignore[assignment]
+                try:
+                    request = wire.decode_request(wire.receive(connection))
+                except (wire.PeerGone, OSError, ValueError, EOFError):
+                    selector.unregister(connection)
+                    connection.close()
+                    continue
+                reply, recycle = _answer(function, request)
+                try:
+                    payload = wire.encode_reply(reply)
+                except (TypeError, ValueError) as exc:  # not JSON after all: say so
+                    payload = wire.encode_reply({"error": "Runtime.MarshalError",
+                                                 "cause": str(exc), "trace": []})
+                sys.stdout.flush()
+                sys.stderr.flush()
+                try:
+                    wire.send(connection, payload)
+                except OSError:
+                    selector.unregister(connection)
+                    connection.close()
+                if recycle:
+                    raise SystemExit(0)
+    except SystemExit:
+        pass
+    except BaseException:  # noqa: BLE001 - never unwind into the zygote's code
+        status = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(status)
