@@ -123,7 +123,7 @@ def test_batch_runs_every_scan_through_one_model(inputs: Path, isolation: str) -
                                            strict=True)] == expected["reports"]
     for report, item in zip(result["reports"], request["images"], strict=True):
         _check_report(report, _scan_bytes(item))
-    assert len({json.dumps(r["model"]) for r in result["reports"]}) == 1
+    models = {json.dumps(r["model"]) for r in result["reports"]}
     predict_runs = [s for s in _function_spans(stderr) if s["function"] == "Predict"]
     assert len(predict_runs) == 10
     pids = {s["pid"] for s in predict_runs}
@@ -132,10 +132,11 @@ def test_batch_runs_every_scan_through_one_model(inputs: Path, isolation: str) -
         # each of which trained once when it imported the module, as a Lambda container.
         assert {s["placement"] for s in predict_runs} == {"sandbox"}
         assert 1 <= len(pids) <= 2 and stderr.count(TRAINING_LOG) == len(pids)
+        assert len(models) == len(pids)
         return
     # Module-level training ran once in this container, though Predict ran ten times,
     # as Map iterations in forked processes: every report names the same trained model.
-    assert stderr.count(TRAINING_LOG) == 1
+    assert stderr.count(TRAINING_LOG) == 1 and len(models) == 1
     assert len(pids) > 1  # forked, not re-imported
 
 

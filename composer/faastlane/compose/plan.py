@@ -215,7 +215,8 @@ def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: s
     decided = placements(workflow, options.vcpus, options.max_containers, options.parallel,
                          costs)
     isolated = frozenset(sandboxed_functions(
-        options, app.functions, set(app.settings.untrusted) | set(app.settings.sensitive)))
+        options, app.functions, set(app.settings.untrusted) | set(app.settings.sensitive),
+        set(app.settings.trusted)))
     return {
         "workflow": app.name,
         "options": asdict(options),
@@ -223,7 +224,8 @@ def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: s
         "functions": {name: {"module": spec.module_file, "entry": spec.entry,
                              "style": spec.style,
                              "untrusted": name in app.settings.untrusted,
-                             "sensitive": name in app.settings.sensitive}
+                             "sensitive": name in app.settings.sensitive,
+                             "trusted": name in app.settings.trusted}
                       for name, spec in app.functions.items()},
         "states": {keys[id(state)]: _describe(state, options, decided.get(keys[id(state)]),
                                               costs, isolated)

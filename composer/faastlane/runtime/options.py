@@ -42,14 +42,16 @@ class Options:
 
 
 def sandboxed_functions(options: Options, functions: Iterable[str],
-                        marked: Collection[str]) -> list[str]:
+                        marked: Collection[str], trusted: Collection[str] = ()) -> list[str]:
     """The functions process isolation runs in their own warm sandboxed processes:
     those faastlane.json marks untrusted or sensitive (``marked``; the others keep
-    running as threads, state by reference), or every one if it marks none. None under
-    the other modes, nor under ``-P`` (a fork per call)."""
+    running as threads, state by reference), or, if it marks none, every one it does
+    not mark trusted. None under the other modes, nor under ``-P`` (a fork per call)."""
     if options.isolation != PROCESS_ISOLATION or options.processes_only:
         return []
-    return [name for name in functions if not marked or name in marked]
+    if marked:
+        return [name for name in functions if name in marked]
+    return [name for name in functions if name not in trusted]
 
 
 # Placements of a Parallel or Map state (plan.json's "placement").

@@ -94,7 +94,8 @@ class Orchestrator:
         # Sandboxes first: their zygote is forked before any function module is imported
         # here, and their imports run while the trusted functions' do.
         isolated = sandboxed_functions(
-            self.options, functions, marked_functions(plan, ("untrusted", "sensitive")))
+            self.options, functions, marked_functions(plan, ("untrusted", "sensitive")),
+            marked_functions(plan, ("trusted",)))
         self.sandboxes = (Sandboxes(root, [functions[n] for n in isolated],
                                     self.options.cpu_budget(), action_memory_mb())
                           if isolated else None)
