@@ -43,8 +43,8 @@ _SETTINGS_KEYS = {"name": str, "isolation": str, "vcpus": int, "trusted": list,
 # of 128-10240 MB, variable names as Lambda accepts them (letters, digits, "_", starting
 # with a letter) and not one of the runtime's reserved ones.
 _FUNCTION_KEYS = ("environment", "timeout", "memory")
-_VARIABLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
-_RESERVED_VARIABLES = frozenset((
+VARIABLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+LAMBDA_RESERVED_VARIABLES = frozenset((
     "_HANDLER", "_X_AMZN_TRACE_ID", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_EXECUTION_ENV",
     "AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
     "AWS_LAMBDA_FUNCTION_VERSION", "AWS_LAMBDA_INITIALIZATION_TYPE",
@@ -190,10 +190,10 @@ def _function_setting_problem(key: str, value: Any) -> str | None:
     if not isinstance(value, dict):
         return 'must be an object of variables: {"NAME": "value"}'
     for variable, text in value.items():
-        if not _VARIABLE_NAME.match(variable):
+        if not VARIABLE_NAME.match(variable):
             return (f"names {variable!r}: a variable's name is letters, digits and _, "
                     "starting with a letter")
-        if variable in _RESERVED_VARIABLES:
+        if variable in LAMBDA_RESERVED_VARIABLES:
             return f"sets {variable}, which Lambda reserves (the runtime sets it)"
         if not isinstance(text, str):
             return f"sets {variable} to a {type(text).__name__}: values are strings"
