@@ -25,6 +25,8 @@ from faastlane.asl.problem import Problem, child, did_you_mean
 from faastlane.errors import AppError
 from faastlane.runtime.engine.functions import LAMBDA, OPENWHISK, FunctionSpec
 
+from .relative_opens import relative_opens
+
 WORKFLOW_FILE = "workflow.json"
 SETTINGS_FILE = "faastlane.json"
 FUNCTIONS_DIR = "functions"
@@ -83,6 +85,9 @@ class App:
     # a function.json naming a missing handler), with the problem that says why: reported
     # where the workflow or the settings name them (and in problems if always wrong).
     unusable: dict[str, Problem] = field(default_factory=dict)
+    # What works on Lambda but not in a composed action, said without refusing the app
+    # (relative_opens): each a Problem rendered as a warning.
+    warnings: list[Problem] = field(default_factory=list)
 
 
 def load_app(path: str) -> App:
@@ -113,7 +118,8 @@ def load_app(path: str) -> App:
                                             f"{did_you_mean(name, functions)}", SETTINGS_FILE))
     functions = _configure_functions(functions, settings.functions, problems)
     name = settings.name or os.path.basename(root.rstrip(os.sep))
-    return App(root, name, workflow_text, functions, settings, problems, unusable)
+    return App(root, name, workflow_text, functions, settings, problems, unusable,
+               relative_opens(root, functions))
 
 
 def _load_settings(root: str, problems: list[Problem]) -> Settings:
