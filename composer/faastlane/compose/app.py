@@ -116,7 +116,7 @@ def load_app(path: str) -> App:
             elif name not in functions:
                 problems.append(Problem(at, f"no function named {name!r}"
                                             f"{did_you_mean(name, functions)}", SETTINGS_FILE))
-    functions = _configure_functions(functions, settings.functions, problems)
+    functions = _configure_functions(functions, settings.functions, problems, unusable)
     name = settings.name or os.path.basename(root.rstrip(os.sep))
     return App(root, name, workflow_text, functions, settings, problems, unusable,
                relative_opens(root, functions))
@@ -153,13 +153,17 @@ def _load_settings(root: str, problems: list[Problem]) -> Settings:
 
 
 def _configure_functions(functions: dict[str, FunctionSpec],
-                         configured: dict[str, Any], problems: list[Problem]
-                         ) -> dict[str, FunctionSpec]:
+                         configured: dict[str, Any], problems: list[Problem],
+                         unusable: dict[str, Problem]) -> dict[str, FunctionSpec]:
     """The functions with faastlane.json's ``functions`` settings; each wrong value is a
-    problem (its pointer under ``/functions``)."""
+    problem (its pointer under ``/functions``). A function whose file cannot be used is
+    reported there, not as missing here."""
     out = dict(functions)
     for name, config in configured.items():
         where = f"/functions/{name}"
+        if name in unusable:
+            problems.append(unusable[name])  # its file says what is wrong
+            continue
         if name not in functions:
             problems.append(Problem(where, f"no function named {name!r}"
                                             f"{did_you_mean(name, functions)}", SETTINGS_FILE))
