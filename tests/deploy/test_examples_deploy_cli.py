@@ -53,6 +53,9 @@ OPENWHISK_ENV = (*ENDPOINTS, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                  "AWS_DEFAULT_REGION")
 # Set by local-aws/start, but given to the functions by faastlane.json, not by deploy.
 RESOURCE_NAMES = ("HEALTHCARE_TABLE", "SENTIMENT_TABLE", "SENTIMENT_TOPIC_ARN")
+# A name each example's faastlane.json gives one function, and that function.
+SHADOWED = {"healthcare": ("HEALTHCARE_TABLE", "StoreProtected"),
+            "sentiment": ("SENTIMENT_TABLE", "StorePositive")}
 
 
 def _read(app: str, name: str) -> object:
@@ -82,14 +85,22 @@ def test_example_deploys_unchanged_to_openwhisk_and_runs(app: str, aws: LocalAws
     shell = clean_env(tmp_path, **aws.exports)
     connection = ("--apihost", controller.url, "--auth", AUTH)
     env_options = [arg for name in OPENWHISK_ENV for arg in ("--env", name)]
+    # A usual mistake: trying to change a name faastlane.json gives a function.
+    table, reader = SHADOWED[app]
     deployed = faastlane("deploy", str(EXAMPLES / app), "--target", "openwhisk",
-                         *connection, *env_options, env=shell, timeout=600)
+                         *connection, *env_options, "--env", f"{table}=not-the-table",
+                         env=shell, timeout=600)
     assert deployed.code == 0, deployed.stderr
-    assert f"environment: {', '.join(sorted(OPENWHISK_ENV))}" in deployed.stderr
+    assert f"environment: {', '.join(sorted((*OPENWHISK_ENV, table)))}" in deployed.stderr
+    assert deployed.stderr.splitlines()[0] == (
+        f"faastlane: warning: --env {table} is not what function {reader} sees: "
+        f"faastlane.json gives it {table} of its own, which wins; change it there to "
+        "change it")
     put, = [c for c in controller.calls if c.method == "PUT"]
     # The action's own environment: init parameters, with the shell's values.
-    assert put.body["parameters"] == [{"key": k, "value": aws.exports[k], "init": True}
-                                      for k in sorted(OPENWHISK_ENV)]
+    assert put.body["parameters"] == sorted(
+        [{"key": k, "value": aws.exports[k], "init": True} for k in OPENWHISK_ENV]
+        + [{"key": table, "value": "not-the-table", "init": True}], key=lambda p: p["key"])
 
     invoked = faastlane("invoke", app, "--target", "openwhisk", *connection, "--input-file",
                         str(EXAMPLES / app / "input.json"), env=shell, timeout=300)

@@ -27,7 +27,7 @@ from .deployer import (
     deploy_openwhisk,
     deploy_openwhisk_image,
 )
-from .environment import parse_environment
+from .environment import parse_environment, shadowed
 from .errors import DeployError, InvocationFailed
 from .images import BuiltImage
 from .openwhisk import OpenWhiskClient
@@ -202,6 +202,9 @@ def _checked_lambda(args: argparse.Namespace) -> LambdaClient:
 def cmd_deploy(args: argparse.Namespace) -> int:
     _check_image_options(args)
     environment = parse_environment(args.env, args.target, os.environ)
+    if environment:
+        for line in shadowed(environment, load_app(args.app).functions):
+            _say(line)
     with tempfile.TemporaryDirectory(prefix="faastlane-deploy-") as scratch:
         if args.target == "openwhisk":
             client = OpenWhiskClient(resolve(args.apihost, args.auth, args.namespace),

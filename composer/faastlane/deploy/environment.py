@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from faastlane.compose.app import LAMBDA_RESERVED_VARIABLES, VARIABLE_NAME
+from faastlane.runtime.engine.functions import FunctionSpec
 
 from .errors import DeployError
 
@@ -55,3 +56,22 @@ def parse_environment(given: Sequence[str] | None, target: str,
 def describe(variables: Mapping[str, str]) -> str:
     """For the report: the names, never the values (they may be secrets)."""
     return ", ".join(sorted(variables)) if variables else "none"
+
+
+def shadowed(variables: Mapping[str, str] | None,
+             functions: Mapping[str, FunctionSpec]) -> list[str]:
+    """Warnings for ``--env`` variables some function's own faastlane.json variable of
+    the same name hides from it (the function's own value wins)."""
+    lines = []
+    for name in sorted(variables or {}):
+        hidden = sorted(f for f, spec in functions.items()
+                        if name in dict(spec.environment))
+        if hidden:
+            one = len(hidden) == 1
+            lines.append(f"warning: --env {name} is not what function"
+                         f"{'' if one else 's'} {', '.join(hidden)} "
+                         f"see{'s' if one else ''}: faastlane.json gives "
+                         f"{'it' if one else 'them'} {name} of "
+                         f"{'its' if one else 'their'} own, which wins; "
+                         "change it there to change it")
+    return lines
