@@ -71,6 +71,7 @@ SLOW_FILES = frozenset({
     "placement/test_bench_placement.py",
     "integration/test_example_ml_predict.py",
     "deploy/test_examples_deploy.py",
+    "deploy/test_examples_deploy_cli.py",  # deploys and runs both examples on both platforms
     "inspect/test_shipped_binaries.py",
     "placement/test_spilling.py",
     "placement/test_costs.py",

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
 from faastlane.asl.problem import Problem, summary
-from faastlane.compose.action import check_app, compose
+from faastlane.compose.action import check_app, compose, warn
 from faastlane.compose.app import load_app
 from faastlane.deploy.commands import COMMANDS as DEPLOY_COMMANDS
 from faastlane.deploy.commands import register as register_deploy
@@ -107,6 +107,7 @@ def _print_problems(problems: list[Problem], app: str, stream) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     app = load_app(args.app)
+    warn(app, args.app)
     _, problems = check_app(app)
     if args.json:
         print(json.dumps([problem.as_json() for problem in problems], indent=2))

@@ -7,12 +7,15 @@ endpoint implements the part of the documented REST API that ``faastlane deploy`
 ``PUT  /api/v1/namespaces/{ns}/actions/{name}[?overwrite=true]``  stores the action
     (``409`` if it exists without ``overwrite``); ``401`` for a wrong key. Limits the
     PUT leaves out are the defaults for a new action and kept on an update, as the
-    controller's ``updateWhiskAction`` keeps them.
+    controller's ``updateWhiskAction`` keeps them; so are its ``parameters`` when the
+    PUT has none.
 ``POST /api/v1/namespaces/{ns}/actions/{name}?blocking=true&result=true``
     runs it as the invoker would: in an idle warm container of the action, or a fresh
-    one (``/init`` with the stored code and ``__OW_API_HOST``, then ``/run`` with
-    ``activation_id``, ``action_name``, ``namespace``, ``deadline``, and ``api_key``
-    when the action is annotated ``provide-api-key``), answering the result, or ``502``
+    one (``/init`` with the stored code, and as ``env`` the parameters marked ``init``
+    and ``__OW_API_HOST``, then ``/run`` with the other parameters under the request's
+    (``Parameters.merge``: the request's win), ``activation_id``, ``action_name``,
+    ``namespace``, ``deadline``, and ``api_key`` when the action is annotated
+    ``provide-api-key``), answering the result, or ``502``
     with it when it holds ``error``; ``404`` for an unknown action. Concurrent
     activations get containers of their own, as the invoker gives them (an action
     that invokes itself needs that). A Docker action (``exec.kind`` ``blackbox``) runs
@@ -99,8 +102,11 @@ class OpenWhiskEndpoint:
             # As the controller stores limits: a new action gets the defaults for what it
             # does not give, an update keeps the action's own (updateWhiskAction).
             kept = self.actions[key]["limits"] if key in self.actions else DEFAULT_LIMITS
+            earlier = self.actions.get(key, {})
             self.actions[key] = dict(call.body, version=version,
-                                     limits={**kept, **call.body.get("limits", {})})
+                                     limits={**kept, **call.body.get("limits", {})},
+                                     parameters=call.body.get(
+                                         "parameters", earlier.get("parameters", [])))
             self.warm.pop(key, None)
             self.idle.pop(key, None)
             stored = {k: v for k, v in self.actions[key].items() if k != "exec"}
@@ -125,9 +131,14 @@ class OpenWhiskEndpoint:
             container = self.images(exec_["image"])
         else:
             container = self.container()
+        # ContainerProxy: the init parameters as env (values not strings as JSON), the
+        # __OW_ variables over them.
+        env = {p["key"]: p["value"] if isinstance(p["value"], str) else json.dumps(p["value"])
+               for p in self.actions[key]["parameters"] if p.get("init")}
         status, answer = container.init({"value": {
             "main": exec_.get("main", "main"), "code": exec_["code"],
-            "binary": exec_.get("binary", False), "env": {"__OW_API_HOST": self.url}}})
+            "binary": exec_.get("binary", False),
+            "env": {**env, "__OW_API_HOST": self.url}}})
         if status != 200:
             return None, answer
         with self.lock:
@@ -140,6 +151,10 @@ class OpenWhiskEndpoint:
             return 502, {"error": f"init failed: {failure}"}
         annotations = {a["key"]: a["value"] for a in self.actions[key].get("annotations", [])}
         extra = {"api_key": self.auth} if annotations.get("provide-api-key") else {}
+        defaults = {p["key"]: p["value"] for p in self.actions[key]["parameters"]
+                    if not p.get("init")}
+        if defaults and isinstance(params, dict):
+            params = {**defaults, **params}
         status, result = container.run(
             params, activation_id=uuid.uuid4().hex, action_name=f"/{namespace}/{name}",
             namespace=namespace, deadline=str(int(time.time() * 1000) + 60_000), **extra)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
+import shutil
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -42,6 +44,19 @@ def run_example_ok(app: str, *args: str, env: dict[str, str] | None = None,
     done = run_example(app, *args, env=env, console_script=console_script)
     assert done.code == 0, f"faastlane run failed:\n{done.stdout}\n{done.stderr}"
     return done
+
+
+def copy_example(app: str, into: Path, without_environment: bool = False) -> Path:
+    """A copy of ``examples/APP`` in ``into``; ``without_environment`` drops the
+    ``environment`` its faastlane.json gives each function."""
+    copy = Path(shutil.copytree(EXAMPLES / app, into / app))
+    if without_environment:
+        settings_file = copy / "faastlane.json"
+        settings = json.loads(settings_file.read_text(encoding="utf-8"))
+        for config in settings.get("functions", {}).values():
+            config.pop("environment", None)
+        settings_file.write_text(json.dumps(settings), encoding="utf-8")
+    return copy
 
 
 def _imported_packages(tree: ast.Module) -> set[str]:

@@ -21,9 +21,11 @@ from typing import Any
 
 import pytest
 
+from .apps import faastlane
 from .examples import (
     EXAMPLES,
     assert_plain_lambda_handlers,
+    copy_example,
     load_module,
     run_example,
     run_example_ok,
@@ -131,9 +133,21 @@ def test_untrusted_analytics_runs_in_its_own_process_by_default(aws: LocalAws) -
     assert len([c for c in calls if c["function"] == "PHIIdentifier"]) == len(RECORDS)
 
 
-def test_unset_table_fails_the_execution_and_stores_nothing(aws: LocalAws) -> None:
-    done = run_example("healthcare", "--input-file", str(INPUT), "--isolation", "none",
-                       env=aws.environment(HEALTHCARE_TABLE=None))
+def test_the_table_name_comes_from_the_function_configuration(aws: LocalAws) -> None:
+    """faastlane.json names the table for StoreProtected (Lambda's Environment.Variables):
+    the shell's HEALTHCARE_TABLE is not needed, and a different one does not win."""
+    report = _run_ok(aws, "--isolation", "none", HEALTHCARE_TABLE="not-the-table")
+    assert report == _read("expected.json")
+    _check_protected_table(aws)
+    assert _read("faastlane.json")["functions"]["StoreProtected"]["environment"] == \
+        {"HEALTHCARE_TABLE": aws.exports["HEALTHCARE_TABLE"]}
+
+
+def test_unset_table_fails_the_execution_and_stores_nothing(aws: LocalAws,
+                                                            tmp_path: Path) -> None:
+    app = copy_example("healthcare", tmp_path, without_environment=True)
+    done = faastlane("run", str(app), "--input-file", str(INPUT), "--isolation", "none",
+                     env=aws.environment(HEALTHCARE_TABLE=None))
     assert done.code == 1, done.stdout + done.stderr
     failure = json.loads(done.stdout)
     assert failure["Error"] == "RuntimeError"

@@ -14,16 +14,18 @@ workflow's output, the tests read what landed in DynamoDB and in the topic's que
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from .apps import faastlane
 from .examples import (
     EXAMPLES,
     assert_plain_lambda_handlers,
+    copy_example,
     load_module,
-    run_example,
     run_example_ok,
 )
 from .local_aws import (
@@ -108,16 +110,29 @@ def test_neutral_reviews_leave_no_trace(aws: LocalAws) -> None:
     assert _published(aws) == {}
 
 
-def test_unset_topic_fails_the_execution(aws: LocalAws) -> None:
+def test_unset_topic_fails_the_execution(aws: LocalAws, tmp_path: Path) -> None:
+    """Without faastlane.json's SENTIMENT_TOPIC_ARN (nor the shell's), FlagNegative fails
+    naming the variable."""
+    app = copy_example("sentiment", tmp_path, without_environment=True)
     negative = REVIEWS[EXPECTED["negative"][0]]
     request = {"batch_id": "no-topic", "reviews": [negative]}
-    done = run_example("sentiment", "--input", json.dumps(request), "--isolation", "none",
-                       env=aws.environment(SENTIMENT_TOPIC_ARN=None))
+    done = faastlane("run", str(app), "--input", json.dumps(request), "--isolation", "none",
+                     env=aws.environment(SENTIMENT_TOPIC_ARN=None))
     assert done.code == 1, done.stdout + done.stderr
     failure = json.loads(done.stdout)
     assert failure["Error"] == "RuntimeError"
     assert "SENTIMENT_TOPIC_ARN" in failure["Cause"]
     assert _published(aws) == {}
+
+
+def test_the_names_come_from_the_functions_configuration(aws: LocalAws) -> None:
+    """faastlane.json gives StorePositive its table and FlagNegative its topic (Lambda's
+    Environment.Variables): the shell's values are neither needed nor used."""
+    done = run_example_ok("sentiment", "--input-file", str(APP / "input.json"),
+                          env=aws.environment(SENTIMENT_TABLE="not-the-table",
+                                              SENTIMENT_TOPIC_ARN=None))
+    assert json.loads(done.stdout) == EXPECTED
+    check_table_and_topic(aws)
 
 
 # --- the two models on their own ---------------------------------------------------------

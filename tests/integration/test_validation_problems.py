@@ -53,6 +53,26 @@ def test_a_function_json_naming_a_missing_handler_is_refused_in_that_file(
     assert not (app_dir.parent / "out").exists()
 
 
+def test_settings_of_a_function_whose_file_is_broken_are_not_a_second_problem(
+        app_dir: Path) -> None:
+    """faastlane.json configuring a function whose function.json is wrong: the one
+    problem is in function.json, not also "no function named" in faastlane.json."""
+    write_app(app_dir, chain(("Resize", task("resize"))), {},
+              {"functions": {"resize": {"environment": {"SIZE": "640"}}}})
+    _package_function(app_dir, "resize", {"handler": "lambda_function.lambda_handlr"},
+                      {"lambda_function.py": "def lambda_handler(event, context):\n"
+                                             "    return event\n"})
+    done = faastlane("validate", str(app_dir))
+    assert done.code == 1
+    manifest = app_dir / "functions" / "resize" / "function.json"
+    assert done.stdout.splitlines() == [
+        f"{manifest}: /handler: names 'lambda_function.lambda_handlr' but "
+        "functions/resize/lambda_function.py defines no 'lambda_handlr'; did you mean "
+        "'lambda_handler'?",
+        f"1 problem in {manifest}",
+    ]
+
+
 def test_a_handler_bound_by_import_or_dynamically_is_not_refused(app_dir: Path) -> None:
     write_app(app_dir, chain(("A", task("imported")), ("B", task("dynamic"))), {})
     _package_function(app_dir, "imported", {"handler": "lambda_function.handle"}, {

@@ -22,6 +22,7 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,11 +104,19 @@ def check_app(app: App) -> tuple[Any, list[Problem]]:
     return definition, sorted(dict.fromkeys(problems + app.problems), key=sort_key)
 
 
+def warn(app: App, app_path: str) -> None:
+    """The app's warnings (what works on Lambda but not here), one line each on stderr:
+    ``faastlane: warning: APP/functions/f.py:3: ...``."""
+    for warning in app.warnings:
+        sys.stderr.write(f"faastlane: warning: {warning.render(app_path)}\n")
+
+
 def prepare(app_path: str, isolation: str | None = None, vcpus: int | None = None,
             threads_only: bool = False, processes_only: bool = False,
             max_containers: int | None = None) -> Composition:
     """Load, validate, model and plan an app; raise InvalidWorkflow listing all problems."""
     app = load_app(app_path)
+    warn(app, app_path)
     definition, problems = check_app(app)
     if problems:
         raise InvalidWorkflow(problems, app_path)

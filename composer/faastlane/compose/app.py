@@ -25,6 +25,8 @@ from faastlane.asl.problem import Problem, child, did_you_mean
 from faastlane.errors import AppError
 from faastlane.runtime.engine.functions import LAMBDA, OPENWHISK, FunctionSpec
 
+from .relative_opens import relative_opens
+
 WORKFLOW_FILE = "workflow.json"
 SETTINGS_FILE = "faastlane.json"
 FUNCTIONS_DIR = "functions"
@@ -43,8 +45,8 @@ _SETTINGS_KEYS = {"name": str, "isolation": str, "vcpus": int, "trusted": list,
 # of 128-10240 MB, variable names as Lambda accepts them (letters, digits, "_", starting
 # with a letter) and not one of the runtime's reserved ones.
 _FUNCTION_KEYS = ("environment", "timeout", "memory")
-_VARIABLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
-_RESERVED_VARIABLES = frozenset((
+VARIABLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+LAMBDA_RESERVED_VARIABLES = frozenset((
     "_HANDLER", "_X_AMZN_TRACE_ID", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_EXECUTION_ENV",
     "AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
     "AWS_LAMBDA_FUNCTION_VERSION", "AWS_LAMBDA_INITIALIZATION_TYPE",
@@ -83,6 +85,9 @@ class App:
     # a function.json naming a missing handler), with the problem that says why: reported
     # where the workflow or the settings name them (and in problems if always wrong).
     unusable: dict[str, Problem] = field(default_factory=dict)
+    # What works on Lambda but not in a composed action, said without refusing the app
+    # (relative_opens): each a Problem rendered as a warning.
+    warnings: list[Problem] = field(default_factory=list)
 
 
 def load_app(path: str) -> App:
@@ -111,9 +116,10 @@ def load_app(path: str) -> App:
             elif name not in functions:
                 problems.append(Problem(at, f"no function named {name!r}"
                                             f"{did_you_mean(name, functions)}", SETTINGS_FILE))
-    functions = _configure_functions(functions, settings.functions, problems)
+    functions = _configure_functions(functions, settings.functions, problems, unusable)
     name = settings.name or os.path.basename(root.rstrip(os.sep))
-    return App(root, name, workflow_text, functions, settings, problems, unusable)
+    return App(root, name, workflow_text, functions, settings, problems, unusable,
+               relative_opens(root, functions))
 
 
 def _load_settings(root: str, problems: list[Problem]) -> Settings:
@@ -147,13 +153,17 @@ def _load_settings(root: str, problems: list[Problem]) -> Settings:
 
 
 def _configure_functions(functions: dict[str, FunctionSpec],
-                         configured: dict[str, Any], problems: list[Problem]
-                         ) -> dict[str, FunctionSpec]:
+                         configured: dict[str, Any], problems: list[Problem],
+                         unusable: dict[str, Problem]) -> dict[str, FunctionSpec]:
     """The functions with faastlane.json's ``functions`` settings; each wrong value is a
-    problem (its pointer under ``/functions``)."""
+    problem (its pointer under ``/functions``). A function whose file cannot be used is
+    reported there, not as missing here."""
     out = dict(functions)
     for name, config in configured.items():
         where = f"/functions/{name}"
+        if name in unusable:
+            problems.append(unusable[name])  # its file says what is wrong
+            continue
         if name not in functions:
             problems.append(Problem(where, f"no function named {name!r}"
                                             f"{did_you_mean(name, functions)}", SETTINGS_FILE))
@@ -190,10 +200,10 @@ def _function_setting_problem(key: str, value: Any) -> str | None:
     if not isinstance(value, dict):
         return 'must be an object of variables: {"NAME": "value"}'
     for variable, text in value.items():
-        if not _VARIABLE_NAME.match(variable):
+        if not VARIABLE_NAME.match(variable):
             return (f"names {variable!r}: a variable's name is letters, digits and _, "
                     "starting with a letter")
-        if variable in _RESERVED_VARIABLES:
+        if variable in LAMBDA_RESERVED_VARIABLES:
             return f"sets {variable}, which Lambda reserves (the runtime sets it)"
         if not isinstance(text, str):
             return f"sets {variable} to a {type(text).__name__}: values are strings"

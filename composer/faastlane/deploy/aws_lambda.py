@@ -42,6 +42,7 @@ class FunctionSpec:
     memory_mb: int | None = None  # None: the default for a new function, else kept
     timeout_s: int | None = None
     image_uri: str | None = None  # a container-image function: no zip, runtime or layers
+    environment: dict[str, str] | None = None  # Environment.Variables; None: kept
 
     def code_and_package(self) -> dict[str, Any]:
         """CreateFunction's code arguments: a zip with its runtime, or an image."""
@@ -145,7 +146,7 @@ class LambdaClient:
                           MemorySize=spec.memory_mb or DEFAULT_MEMORY_MB,
                           Timeout=spec.timeout_s or DEFAULT_TIMEOUT_S, Publish=True,
                           Description="Faastlane: a whole workflow as one function",
-                          **spec.code_and_package())
+                          **spec.code_and_package(), **_environment(spec))
 
     def update_function(self, spec: FunctionSpec) -> dict[str, Any]:
         code = {"ImageUri": spec.image_uri} if spec.image_uri else {"ZipFile": spec.code}
@@ -155,6 +156,7 @@ class LambdaClient:
         # Memory and time limit only when given: a redeploy keeps what the function has.
         settings: dict[str, Any] = {key: value for key, value in (
             ("MemorySize", spec.memory_mb), ("Timeout", spec.timeout_s)) if value}
+        settings.update(_environment(spec))  # likewise the variables
         # An image function's runtime, handler and layers are in its image.
         if not spec.image_uri:
             settings.update(Runtime=spec.runtime, Handler=spec.handler, Layers=spec.layers)
@@ -190,6 +192,13 @@ class LambdaClient:
         if answer.get("FunctionError"):
             raise InvocationFailed(result)
         return result
+
+
+def _environment(spec: FunctionSpec) -> dict[str, Any]:
+    """The ``Environment`` argument, when the deployment gives variables."""
+    if spec.environment is None:
+        return {}
+    return {"Environment": {"Variables": dict(spec.environment)}}
 
 
 def _excerpt(raw: bytes, limit: int = 200) -> str:

@@ -27,6 +27,7 @@ from .deployer import (
     deploy_openwhisk,
     deploy_openwhisk_image,
 )
+from .environment import parse_environment, shadowed
 from .errors import DeployError, InvocationFailed
 from .images import BuiltImage
 from .openwhisk import OpenWhiskClient
@@ -106,6 +107,13 @@ def register(commands: Any, add_planning: Callable[[argparse.ArgumentParser], No
     deploy.add_argument("--timeout", type=int, metavar="S", help="time limit in seconds "
                         "(default: a new action's platform default, Lambda 300; an update "
                         "keeps the current)")
+    deploy.add_argument("--env", action="append", metavar="NAME[=VALUE]",
+                        help="a variable of the action's own environment, seen by every "
+                             "function under its faastlane.json environment (Lambda: "
+                             "Environment.Variables; OpenWhisk: an init parameter, given to "
+                             "the container's /init as its env); NAME alone takes this "
+                             "shell's value; repeat for more. Given, they replace the "
+                             "action's variables; an update without --env keeps them")
     add_connection(deploy)
     add_planning(deploy)
 
@@ -193,6 +201,10 @@ def _checked_lambda(args: argparse.Namespace) -> LambdaClient:
 
 def cmd_deploy(args: argparse.Namespace) -> int:
     _check_image_options(args)
+    environment = parse_environment(args.env, args.target, os.environ)
+    if environment:
+        for line in shadowed(environment, load_app(args.app).functions):
+            _say(line)
     with tempfile.TemporaryDirectory(prefix="faastlane-deploy-") as scratch:
         if args.target == "openwhisk":
             client = OpenWhiskClient(resolve(args.apihost, args.auth, args.namespace),
@@ -204,25 +216,27 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                 if docker.built:
                     _say(_describe_image(docker.built))
                 done = deploy_openwhisk_image(docker, client, args.name or docker.name,
-                                              args.registry, args.memory, args.timeout, _say)
+                                              args.registry, args.memory, args.timeout, _say,
+                                              environment)
             else:
                 package = bundle.package_openwhisk(args.app, zip_path, args.kind,
                                                    **planning(args))
                 done = deploy_openwhisk(package, client, args.name or package.name, None,
-                                        args.memory, args.timeout, _say)
+                                        args.memory, args.timeout, _say, environment)
         elif args.image is not None:
             lam_client = _checked_lambda(args)
             image = image_bundle.package_lambda_image(args.app, args.image or None,
                                                       **planning(args))
             _say(_describe_image(image.image))
             done = deploy_lambda_image(image, lam_client, args.name or image.name, args.role,
-                                       args.registry, args.memory, args.timeout, _say)
+                                       args.registry, args.memory, args.timeout, _say,
+                                       environment)
         else:
             lam_client = _checked_lambda(args)
             lam = bundle.package_lambda(args.app, scratch, args.custom_runtime,
                                         args.python_prefix, **planning(args))
             done = deploy_lambda(lam, lam_client, args.name or lam.name, args.role,
-                                 args.memory, args.timeout, _say)
+                                 args.memory, args.timeout, _say, environment)
     print(f"deployed {done.name} to {done.platform}: faastlane invoke {done.name} "
           f"--target {done.platform} --input '{{...}}'")
     return 0

@@ -13,6 +13,7 @@ from typing import Any
 from . import images
 from .aws_lambda import MEMORY_MB_RANGE, TIMEOUT_S_RANGE, FunctionSpec, LambdaClient
 from .bundle import LambdaPackage, OpenWhiskPackage
+from .environment import describe
 from .errors import DeployError, MissingConfiguration
 from .image_bundle import LambdaImagePackage, OpenWhiskImagePackage
 from .limits import MB
@@ -41,16 +42,21 @@ def _read(path: str) -> bytes:
         return handle.read()
 
 
+def _environment_note(environment: dict[str, str] | None) -> str:
+    """For the report: the action's own variables a deployment sets (names only)."""
+    return "" if environment is None else f"; environment: {describe(environment)}"
+
+
 def deploy_openwhisk(package: OpenWhiskPackage, client: OpenWhiskClient, name: str,
                      image: str | None, memory_mb: int | None, timeout_s: int | None,
-                     report: Report) -> Deployed:
+                     report: Report, environment: dict[str, str] | None = None) -> Deployed:
     """One PUT: the action zip as a stock-kind action, or as the code of a --docker one."""
     spec = ActionSpec(name, _read(package.action.path), package.kind, image,
                       memory_mb=memory_mb, timeout_ms=timeout_s * 1000 if timeout_s else None,
-                      provide_api_key=package.spills)
+                      provide_api_key=package.spills, environment=environment)
     runs_on = f"image {image}" if image else f"kind {package.kind}"
     report(f"PUT action {client.config.namespace}/{name} ({runs_on}, "
-           f"{package.action.size} bytes zipped)")
+           f"{package.action.size} bytes zipped{_environment_note(environment)})")
     client.put_action(spec)
     return Deployed(name, "openwhisk", created=True)
 
@@ -72,13 +78,17 @@ def check_lambda(client: LambdaClient, name: str, role: str | None, memory_mb: i
     return current
 
 
-def _kept(current: dict[str, Any] | None, memory_mb: int | None,
-          timeout_s: int | None) -> str:
-    """For the report: the settings an update keeps."""
+def _kept(current: dict[str, Any] | None, memory_mb: int | None, timeout_s: int | None,
+          environment: dict[str, str] | None = None) -> str:
+    """For the report: the settings an update keeps, and the variables it sets."""
     kept = [f"{label} {current[key]}{unit}" for key, given, label, unit in (
         ("MemorySize", memory_mb, "memory", " MB"), ("Timeout", timeout_s, "timeout", " s"))
         if current and given is None and key in current]
-    return f"; keeps its {' and '.join(kept)}" if kept else ""
+    variables = ((current or {}).get("Environment") or {}).get("Variables") or {}
+    if current and environment is None and variables:
+        kept.append(f"environment ({describe(variables)})")
+    return (f"; keeps its {' and '.join(kept)}" if kept else "") + \
+        _environment_note(environment)
 
 
 def _layer_mark(code: bytes, runtime: str, owner: str) -> str:
@@ -121,7 +131,8 @@ def prune_layer(client: LambdaClient, layer: str, owner: str, keep: str,
 
 
 def deploy_lambda(package: LambdaPackage, client: LambdaClient, name: str, role: str | None,
-                  memory_mb: int | None, timeout_s: int | None, report: Report) -> Deployed:
+                  memory_mb: int | None, timeout_s: int | None, report: Report,
+                  environment: dict[str, str] | None = None) -> Deployed:
     """Check the inputs; publish the layers whose content changed; create the function or
     update its code and settings (memory and time limit only when given); then delete the
     function's own layer versions it no longer uses."""
@@ -134,10 +145,10 @@ def deploy_lambda(package: LambdaPackage, client: LambdaClient, name: str, role:
     layers.append(ensure_layer(client, layer_name, _read(package.layer.path), package.runtime,
                                name, f"runtime library and dependencies of {name}", report))
     spec = FunctionSpec(name, _read(package.function.path), package.runtime, package.handler,
-                        role, layers, memory_mb, timeout_s)
+                        role, layers, memory_mb, timeout_s, environment=environment)
     exists = current is not None
     report(f"{'update' if exists else 'create'} function {name} ({package.runtime}, "
-           f"handler {package.handler}{_kept(current, memory_mb, timeout_s)})")
+           f"handler {package.handler}{_kept(current, memory_mb, timeout_s, environment)})")
     if exists:
         client.update_function(spec)
     else:
@@ -161,30 +172,34 @@ def publish_image(image: str, registry: str | None, built: bool, report: Report)
 
 def deploy_openwhisk_image(package: OpenWhiskImagePackage, client: OpenWhiskClient, name: str,
                            registry: str | None, memory_mb: int | None,
-                           timeout_s: int | None, report: Report) -> Deployed:
+                           timeout_s: int | None, report: Report,
+                           environment: dict[str, str] | None = None) -> Deployed:
     """A Docker (blackbox) action: the image pushed if asked, then one PUT naming it,
     with the small action zip as its code."""
     image = publish_image(package.image, registry, package.built is not None, report)
     spec = ActionSpec(name, _read(package.action.path), package.kind, image,
                       memory_mb=memory_mb, timeout_ms=timeout_s * 1000 if timeout_s else None,
-                      provide_api_key=package.spills)
+                      provide_api_key=package.spills, environment=environment)
     report(f"PUT action {client.config.namespace}/{name} (blackbox, image {image}, "
-           f"{package.action.size} bytes zipped)")
+           f"{package.action.size} bytes zipped{_environment_note(environment)})")
     client.put_action(spec)
     return Deployed(name, "openwhisk", created=True)
 
 
 def deploy_lambda_image(package: LambdaImagePackage, client: LambdaClient, name: str,
                         role: str | None, registry: str | None, memory_mb: int | None,
-                        timeout_s: int | None, report: Report) -> Deployed:
+                        timeout_s: int | None, report: Report,
+                        environment: dict[str, str] | None = None) -> Deployed:
     """A container-image function (``PackageType: Image``): check the inputs, push, then
     create or update."""
     current = check_lambda(client, name, role, memory_mb, timeout_s)
     uri = publish_image(package.image.tag, registry, True, report)
-    spec = FunctionSpec(name, b"", "", "", role, [], memory_mb, timeout_s, image_uri=uri)
+    spec = FunctionSpec(name, b"", "", "", role, [], memory_mb, timeout_s, image_uri=uri,
+                        environment=environment)
     exists = current is not None
     report(f"{'update' if exists else 'create'} function {name} (image {uri}, "
-           f"{package.image.size / MB:.0f} MB{_kept(current, memory_mb, timeout_s)})")
+           f"{package.image.size / MB:.0f} MB"
+           f"{_kept(current, memory_mb, timeout_s, environment)})")
     if exists:
         client.update_function(spec)
     else:

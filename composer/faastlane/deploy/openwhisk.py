@@ -1,7 +1,8 @@
 """The one module that talks to OpenWhisk: its REST API (``/api/v1``), with urllib.
 
 Calls used (OpenWhisk's API, as ``wsk`` makes them):
-``PUT /api/v1/namespaces/{ns}/actions/{name}?overwrite=true`` creates or updates an action;
+``PUT /api/v1/namespaces/{ns}/actions/{name}?overwrite=true`` creates or updates an action
+(what the body leaves out, such as limits or parameters, an update keeps);
 ``POST /api/v1/namespaces/{ns}/actions/{name}?blocking=true&result=true`` invokes it and
 answers with its result (``502`` with the result when the action returned an error).
 """
@@ -39,6 +40,9 @@ class ActionSpec:
     memory_mb: int | None = None
     timeout_ms: int | None = None
     provide_api_key: bool = False  # a spilling Orchestrator invokes itself with the key
+    # deploy --env: the action's environment, as parameters marked "init" (the invoker
+    # passes them to /init as env, not to the activations); None: an update keeps them.
+    environment: dict[str, str] | None = None
 
     def body(self, namespace: str) -> dict[str, Any]:
         exec_ = {"kind": "blackbox" if self.image else self.kind, "main": self.main,
@@ -53,6 +57,9 @@ class ActionSpec:
                                            ("timeout", self.timeout_ms)) if v}
         if action_limits:
             body["limits"] = action_limits
+        if self.environment is not None:
+            body["parameters"] = [{"key": key, "value": value, "init": True}
+                                  for key, value in sorted(self.environment.items())]
         return body
 
 
