@@ -136,13 +136,18 @@ def systems_for(workload: Workload, with_baselines: bool = True,
                 variants: bool = True) -> list[SystemSpec]:
     """Faastlane in the app's own isolation, its variants, and the baselines.
 
-    The full system is listed only where it differs from -NS (an app with untrusted
-    functions gets process isolation; MPK is used where the host has it).
+    The full system is listed where it differs from -NS (an app with untrusted functions
+    gets process isolation; MPK is used where the host has it); process isolation, the
+    isolation of hosts without protection keys, is always measured too (an app that
+    marks no function puts every one in its own warm sandbox then).
     """
     systems = [SystemSpec(FAASTLANE_NS, "faastlane", {"isolation": "none"})]
     isolation = prepare(workload.app).options.isolation
     if isolation != "none":
         systems.append(SystemSpec(f"Faastlane ({isolation})", "faastlane", {}))
+    if isolation != "process":
+        systems.append(SystemSpec("Faastlane (process)", "faastlane",
+                                  {"isolation": "process"}))
     if variants:
         systems.append(SystemSpec("Faastlane-Th", "faastlane",
                                   {"isolation": "none", "threads_only": True}))
