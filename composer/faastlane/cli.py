@@ -125,9 +125,15 @@ def cmd_compose(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scratch_parent() -> str | None:
+    """Where a run's temporary action goes: not under /tmp, which functions in sandboxes
+    may write (as on Lambda), but the action's code they must not (runtime.sandbox)."""
+    return "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     text = read_input(args)
-    with tempfile.TemporaryDirectory(prefix="faastlane-run-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="faastlane-run-", dir=_scratch_parent()) as scratch:
         out = args.keep or os.path.join(scratch, "action")
         compose(args.app, out, **planning(args))
         input_file = os.path.join(scratch, "input.json")

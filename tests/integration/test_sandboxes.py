@@ -177,6 +177,13 @@ def _child_reads(pid):
     return done.stdout.strip() == "read" or "refused: " + done.stderr.strip()[-60:]
 
 
+def _plant(path):
+    # Code in another function's module, which its process would run when (re)started.
+    with open(path, "a") as victim:
+        victim.write("\n# planted\n")
+    return True
+
+
 def _other_sandboxes(own_pid):
     # Abstract Unix sockets are listed in /proc/net/unix: call every one but our own.
     names = set()
@@ -214,6 +221,7 @@ def handler(event, context):
         "ptrace": _try(lambda: _ptrace(target)) if target != os.getpid() else "self",
         "child": _try(lambda: _child_reads(target)),
         "sockets": _try(lambda: _other_sandboxes(os.getpid())),
+        "tamper": _try(lambda: _plant(os.path.join(os.path.dirname(__file__), "holder.py"))),
     }
 '''
 
@@ -240,14 +248,35 @@ def test_a_sandboxed_function_reads_nothing_of_the_orchestrator_or_its_siblings(
     secret = {"secret": "S3CR3T-7f1e-the-other-branch-has-it"}
     attack = _run(app_dir, input_=secret)["both"][1]
     assert attack["pid"] != _run(app_dir, input_=secret)["orch"]["pid"]
-    for door in ("heap", "mem", "environ", "fds", "vm_readv", "ptrace", "child", "sockets"):
+    for door in ("heap", "mem", "environ", "fds", "vm_readv", "ptrace", "child", "sockets",
+                 "tamper"):
         assert attack[door] is not True and str(attack[door]).startswith("refused"), \
             (door, attack)
 
     # The control: the same function without isolation reads the secret through the
-    # heap and the Orchestrator's memory file (its own process there).
+    # heap and the Orchestrator's memory file (its own process there), and plants code.
     shared = _run(app_dir, "--isolation", "none", input_=secret)["both"][1]
     assert shared["heap"] is True and shared["mem"] is True, shared
+    assert shared["tamper"] is True, shared
+
+
+TMP_WRITER = """
+import os, tempfile
+
+def handler(event, context):
+    path = os.path.join(tempfile.gettempdir(), f"faastlane-sandbox-{os.getpid()}")
+    with open(path, "w") as out:
+        out.write("scratch")
+    mode = os.stat(path).st_mode & 0o777
+    os.remove(path)
+    return {"mode": mode}
+"""
+
+
+def test_a_sandboxed_function_writes_its_own_files_under_tmp(app_dir: Path) -> None:
+    write_app(app_dir, chain(("W", task("writer"))), {"writer": TMP_WRITER},
+              settings={"untrusted": ["writer"]})
+    assert _run(app_dir) == {"mode": 0o600}  # /tmp works as on Lambda; private to it
 
 
 CRASHY = """

@@ -10,6 +10,14 @@ What a sandboxed function must not reach is the Orchestrator's memory and its si
 - **non-dumpable itself**, and the runtime's seccomp filter (``ptrace``,
   ``process_vm_readv``/``writev`` and the key calls refused): one filter more than the
   Orchestrator, which is also how listeners recognise a sandbox (``wire.peer_allowed``).
+- **writes only under /tmp**, as on Lambda (whose task root is read-only): a Landlock
+  ruleset (Linux 5.13+, unprivileged) refuses creating, writing, truncating, renaming
+  or removing files anywhere else -- another function's code in the action folder, the
+  runtime's -- so a function cannot plant code that a sibling sandbox imports when it is
+  (re)started. An action folder under /tmp (composed there by hand) leaves /tmp out
+  (``faastlane run`` composes into /var/tmp). From Landlock ABI 6 on, the sandbox also
+  cannot signal processes outside it. Where the kernel has no Landlock, this layer is missing and
+  :func:`confine` says so (``landlock`` in its answer is False).
 - **a memory limit**: ``RLIMIT_AS`` at what the process had mapped when forked plus
   the function's memory (MB): the function's allocations past it fail
   (``MemoryError``), which the sandbox reports as Lambda's ``Runtime.OutOfMemory``.
@@ -25,6 +33,7 @@ from __future__ import annotations
 import os
 import resource
 import signal
+import struct
 from collections.abc import Iterable
 
 from ..isolation import seccomp_filter
@@ -109,11 +118,75 @@ def limit_memory(memory_mb: int | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def confine(memory_mb: int | None, keep_fds: Iterable[int]) -> None:
+_LANDLOCK_CREATE_RULESET, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT_SELF = 444, 445, 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_FS_WRITE_FILE, _FS_REMOVE_DIR, _FS_REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
+_FS_MAKE = sum(1 << bit for bit in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
+_FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14  # ABI 2, ABI 3
+_SCOPE_SIGNAL = 1 << 1  # ABI 6
+WRITABLE = ("/tmp", "/dev/shm")
+WRITABLE_FILES = ("/dev/null",)
+
+
+def restrict_writes(protected: str, writable: Iterable[str] = WRITABLE) -> bool:
+    """Refuse every file-system write outside ``writable`` (Landlock), and inside
+    ``protected`` (the action folder: a writable folder holding it is left out); False
+    where the kernel has no Landlock. Needs no-new-privileges set (the seccomp filter
+    sets it)."""
+    protected = os.path.realpath(protected) + os.sep
+    writable = [path for path in writable
+                if not protected.startswith(os.path.realpath(path) + os.sep)]
+    ctypes, libc = _libc()
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(ctypes.c_long(_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
+                       ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    if abi < 1:
+        return False
+    handled = _FS_WRITE_FILE | _FS_REMOVE_DIR | _FS_REMOVE_FILE | _FS_MAKE
+    handled |= (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
+    attr = struct.pack("=QQQ", handled, 0, _SCOPE_SIGNAL if abi >= 6 else 0)
+    size = len(attr) if abi >= 6 else 8
+    ruleset = libc.syscall(ctypes.c_long(_LANDLOCK_CREATE_RULESET), ctypes.c_char_p(attr),
+                           ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"landlock_create_ruleset: {os.strerror(code)}")
+    try:
+        file_rights = _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0)
+        rules = [(path, handled) for path in writable] + [
+            (path, file_rights) for path in WRITABLE_FILES]
+        for path, rights in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # not on this system: nothing to allow there
+            try:
+                rule = struct.pack("=Qi", rights, fd)
+                if libc.syscall(ctypes.c_long(_LANDLOCK_ADD_RULE), ctypes.c_long(ruleset),
+                                ctypes.c_long(_LANDLOCK_RULE_PATH_BENEATH),
+                                ctypes.c_char_p(rule), ctypes.c_uint32(0)) != 0:
+                    code = ctypes.get_errno()
+                    raise OSError(code, f"landlock_add_rule({path}): {os.strerror(code)}")
+            finally:
+                os.close(fd)
+        if libc.syscall(ctypes.c_long(_LANDLOCK_RESTRICT_SELF), ctypes.c_long(ruleset),
+                        ctypes.c_uint32(0)) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, f"landlock_restrict_self: {os.strerror(code)}")
+    finally:
+        os.close(ruleset)
+    return True
+
+
+def confine(memory_mb: int | None, keep_fds: Iterable[int], action_root: str
+            ) -> dict[str, bool]:
     """Everything above, in the order the kernel needs (capabilities before the filter
-    sets no-new-privileges, the filter last)."""
+    sets no-new-privileges, which Landlock then needs); which optional layers hold."""
     die_with_parent()
     close_fds_except(keep_fds)
     drop_capabilities()
     limit_memory(memory_mb)
+    os.umask(0o077)  # what it writes under /tmp is its own
     seccomp_filter.install(seccomp_filter.build_filter(), dumpable=False)
+    return {"landlock": restrict_writes(action_root)}

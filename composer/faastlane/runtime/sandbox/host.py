@@ -16,6 +16,7 @@ import json
 import os
 import secrets
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -50,6 +51,8 @@ class Sandboxes:
         trusted_filters = wire.seccomp_filters()
         memory = [spec.memory or memory_mb for spec in self.specs]
         read_fd, write_fd = os.pipe()
+        sys.stdout.flush()  # else the zygote's copy of unwritten output is written twice
+        sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             os.close(read_fd)

@@ -110,7 +110,7 @@ class Zygote:
             listener = self.listeners[(f, k)]
             self.table.unmap()
             try:
-                confine.confine(self.memory_mb[f], keep_fds=[listener.fileno()])
+                confine.confine(self.memory_mb[f], [listener.fileno()], self.root)
             except OSError as exc:
                 sys.stderr.write(f"[faastlane] sandbox of {self.specs[f].name}: cannot "
                                  f"confine it: {exc}\n")
