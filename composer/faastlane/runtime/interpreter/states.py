@@ -17,10 +17,9 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from ..asl import intrinsics, jsonpath
+from ..asl import choice, intrinsics, jsonpath
 from ..asl.errors import (
     EXCEED_TOLERATED_FAILURE_THRESHOLD,
     QUERY_EVALUATION_ERROR,
@@ -360,16 +359,72 @@ def _choice(state: Choice, data: Any, execution: Execution) -> Transition:
     return flow.finish(effective, rule), next_name
 
 
-def _parse_timestamp(value: Any, where: str) -> datetime:
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-            if parsed.tzinfo is not None:
-                return parsed
-        except ValueError:
-            pass
-    raise StatesError(RUNTIME, f"{where}: {value!r} is not an ISO-8601 timestamp with an "
-                               "offset, e.g. 2026-03-14T01:59:00Z")
+def _shown(value: Any) -> str:
+    """A value as AWS quotes it in a cause: a string bare, anything else as JSON."""
+    return value if isinstance(value, str) else compact_json(value)
+
+
+def _wait_until(value: Any) -> float | None:
+    """Seconds since the epoch of a Wait timestamp, or None when it is not one.
+
+    "Timestamps must conform to the RFC3339 profile of ISO 8601, with the further
+    restrictions that an uppercase T must separate the date and time portions, and an
+    uppercase Z must denote that a numeric time zone offset is not present" (ASL
+    specification, Timestamps): "2016-12-05 21:29:29Z" and "2016-12-05T21:29:29" are
+    refused, as AWS refused them (LocalStack's test_wait_timestamp_path[NO_T], [NO_Z]).
+    """
+    parsed = choice.parse_timestamp(value) if isinstance(value, str) else None
+    if parsed is None:
+        return None
+    instant, nanos = parsed
+    return instant.timestamp() + nanos / 1e9
+
+
+def _wait_seconds_path(state: Wait, effective: Any, flow: DataFlow) -> float:
+    """SecondsPath's value, in AWS's words when it is not a non-negative integer
+    (LocalStack's test_base_wait_seconds_path[-1], [1.5]; test_base_wait_seconds_path
+    of its logs tests for a path to nothing)."""
+    path = str(state.seconds_path)
+    try:
+        value = flow.read(effective, path)
+    except jsonpath.PathNotFound:
+        raise StatesError(RUNTIME, "The SecondsPath parameter does not reference an input "
+                                   f"value: {path}") from None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise StatesError(RUNTIME, "The SecondsPath parameter cannot be parsed as a long "
+                                   f"value: {path} == {_shown(value)}")
+    if value < 0:
+        raise StatesError(RUNTIME, "The SecondsPath parameter references a negative value: "
+                                   f"{path} == {value}")
+    return float(value)
+
+
+def _wait_timestamp(state: Wait, effective: Any, flow: DataFlow) -> float:
+    """The instant a Wait with Timestamp or TimestampPath waits for, in AWS's words when
+    it is not a timestamp (LocalStack's test_wait_timestamp_path and
+    test_wait_timestamp_jsonata: States.Runtime for the path, States.QueryEvaluationError
+    for a JSONata expression)."""
+    if state.timestamp is not None:
+        value = _jsonata_string(flow, state.timestamp, "Timestamp")
+        when = _wait_until(value)
+        if when is None:
+            error = QUERY_EVALUATION_ERROR if flow.jsonata else RUNTIME
+            raise StatesError(error, "The Timestamp field cannot be parsed as an ISO-8601 "
+                                     "extended offset date-time format string: "
+                                     f"{_shown(value)}")
+        return when
+    path = str(state.timestamp_path)  # the validator required one of the four
+    try:
+        value = flow.read(effective, path)
+    except jsonpath.PathNotFound:
+        raise StatesError(RUNTIME, "The TimestampPath parameter does not reference an input "
+                                   f"value: {path}") from None
+    when = _wait_until(value)
+    if when is None:
+        raise StatesError(RUNTIME, "The TimestampPath parameter does not reference a valid "
+                                   "ISO-8601 extended offset date-time format string: "
+                                   f"{path} == {_shown(value)}")
+    return when
 
 
 def _wait(state: Wait, data: Any, execution: Execution) -> Transition:
@@ -378,19 +433,9 @@ def _wait(state: Wait, data: Any, execution: Execution) -> Transition:
     if state.seconds is not None:
         seconds = float(flow.number(state.seconds, "Seconds", minimum=0))
     elif state.seconds_path is not None:
-        value = flow.read(effective, state.seconds_path)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise StatesError(RUNTIME, f"SecondsPath '{state.seconds_path}' must point to a "
-                                       f"non-negative integer, got {value!r}")
-        seconds = float(value)
+        seconds = _wait_seconds_path(state, effective, flow)
     else:
-        if state.timestamp is not None:
-            when = _parse_timestamp(_jsonata_string(flow, state.timestamp, "Timestamp"),
-                                    "Timestamp")
-        else:
-            path = str(state.timestamp_path)  # the validator required one of the four
-            when = _parse_timestamp(flow.read(effective, path), f"TimestampPath '{path}'")
-        seconds = when.timestamp() - time.time()
+        seconds = _wait_timestamp(state, effective, flow) - time.time()
     if seconds > 0:
         execution.sleep(seconds)
     return flow.finish(effective), state.next
@@ -501,14 +546,69 @@ def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
     return items
 
 
-def _tolerated(state: Map, failures: int, total: int, flow: DataFlow) -> bool:
+def _limit_from_path(flow: DataFlow, effective: Any, field: str, path: str,
+                     kind: str = "integer") -> int | float:
+    """A Map limit read through its ``*Path`` field from the effective input, checked as
+    AWS checks it (its causes as AWS recorded them, e.g. LocalStack's snapshot tests
+    test_max_concurrency_path and test_map_state_tolerated_failure_*_path): a number, or
+    a string that parses as an integer."""
+    try:
+        value = flow.read(effective, path)
+    except jsonpath.PathNotFound as exc:
+        raise StatesError(RUNTIME, f"The {field} field refers to a path that does not exist "
+                                   f"in the input: {path} ({exc})") from None
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            pass
+    if kind == "float" and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    wanted = float if kind == "float" else int
+    if not isinstance(value, wanted) or isinstance(value, bool):
+        shown = value if isinstance(value, str) else compact_json(value)
+        raise StatesError(RUNTIME, f'The {field} field refers to value "{shown}" which is '
+                                   f"not a valid {kind}: {path}")
+    return value
+
+
+def _max_concurrency(state: Map, effective: Any, flow: DataFlow) -> int:
+    if state.max_concurrency_path is None:
+        return flow.number(state.max_concurrency, "MaxConcurrency", minimum=0)
+    value = _limit_from_path(flow, effective, "MaxConcurrencyPath", state.max_concurrency_path)
+    if value < 0:
+        raise StatesError(RUNTIME, "Expected non-negative integer for MaxConcurrency, got "
+                                   f"'{value}' instead.")
+    return int(value)
+
+
+def _tolerance(state: Map, effective: Any, flow: DataFlow
+               ) -> tuple[int | None, float | None]:
+    """The Map's ToleratedFailureCount and ToleratedFailurePercentage (None: not set)."""
+    if state.tolerated_failure_count_path is not None:
+        count = _limit_from_path(flow, effective, "ToleratedFailureCountPath",
+                                 state.tolerated_failure_count_path)
+        if count < 0:
+            raise StatesError(RUNTIME, "ToleratedFailureCount cannot be negative.")
+    else:
+        count = flow.number(state.tolerated_failure_count, "ToleratedFailureCount", minimum=0)
+    if state.tolerated_failure_percentage_path is not None:
+        percentage = _limit_from_path(flow, effective, "ToleratedFailurePercentagePath",
+                                      state.tolerated_failure_percentage_path, kind="float")
+        if not 0 <= percentage <= 100:
+            raise StatesError(RUNTIME, "ToleratedFailurePercentage must be between 0 and 100.")
+    else:
+        percentage = flow.number(state.tolerated_failure_percentage,
+                                 "ToleratedFailurePercentage", minimum=0)
+    return count, percentage
+
+
+def _tolerated(failures: int, total: int, count: int | None, percentage: float | None
+               ) -> bool:
     if failures == 0:
         return True
-    count = flow.number(state.tolerated_failure_count, "ToleratedFailureCount", minimum=0)
     if count is not None and failures <= count:
         return True
-    percentage = flow.number(state.tolerated_failure_percentage, "ToleratedFailurePercentage",
-                             minimum=0)
     if percentage is not None and total > 0 and failures * 100.0 / total <= percentage:
         return True
     return False
@@ -516,13 +616,17 @@ def _tolerated(state: Map, failures: int, total: int, flow: DataFlow) -> bool:
 
 def _map(state: Map, data: Any, execution: Execution) -> Transition:
     entered = time.time()
-    tolerant = (state.tolerated_failure_count is not None
-                or state.tolerated_failure_percentage is not None)
+    tolerant = any(limit is not None for limit in (
+        state.tolerated_failure_count, state.tolerated_failure_percentage,
+        state.tolerated_failure_count_path, state.tolerated_failure_percentage_path))
 
     def attempt(retry_count: int) -> Any:
         flow = DataFlow(state, data, execution, entered, retry_count)
         effective = flow.effective_input()
+        # In AWS's order: MaxConcurrency, the items, then the failure tolerance.
+        max_concurrency = _max_concurrency(state, effective, flow)
         items = _map_items(state, effective, flow)
+        tolerated_count, tolerated_percentage = _tolerance(state, effective, flow)
         inputs = []
         for index, item in enumerate(items):
             if state.has_item_selector:
@@ -535,13 +639,14 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
         work = [BranchJob.make(state, i, state.iterator, item, execution)
                 for i, item in enumerate(inputs)]
         outcomes = execution.run_parallel(
-            work, flow.number(state.max_concurrency, "MaxConcurrency", minimum=0),
+            work, max_concurrency,
             describe=lambda i: f"iteration {i} of Map '{state.name}'",
             stop_on_error=not tolerant, state=state, inputs=inputs)
         if not tolerant:
             _raise_first_failure(outcomes)
         failures = [o for o in outcomes if o.error is not None]
-        if not _tolerated(state, len(failures), len(outcomes), flow):
+        if not _tolerated(len(failures), len(outcomes), tolerated_count,
+                          tolerated_percentage):
             raise StatesError(EXCEED_TOLERATED_FAILURE_THRESHOLD,
                               f"Map state '{state.name}': {len(failures)} of "
                               f"{len(outcomes)} iterations failed")
