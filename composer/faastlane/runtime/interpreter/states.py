@@ -28,6 +28,7 @@ from ..asl.errors import (
     error_matches,
     unexpected_cause,
 )
+from ..asl.jsonata import expression_text, is_expression
 from ..asl.jsonvalue import compact_json, copy_event, json_type
 from ..asl.model import (
     Catcher,
@@ -70,6 +71,9 @@ def run_machine(machine: Machine, data: Any, execution: Execution) -> Any:
 
 
 _RUNTIME_PREFIX = "An error occurred while executing the state"
+# Errors whose cause AWS prefixes with the state and its event id (States.Runtime; and
+# States.QueryEvaluationError, as in LocalStack's recorded test_undefined_reference_*).
+_PREFIXED = (RUNTIME, QUERY_EVALUATION_ERROR)
 
 
 def _named(err: BaseException, state: State, event_id: int) -> BaseException:
@@ -79,9 +83,9 @@ def _named(err: BaseException, state: State, event_id: int) -> BaseException:
     error remembers the innermost state it failed, for the run's report."""
     if isinstance(err, Exception) and not isinstance(err, StatesError):
         err = StatesError(RUNTIME, unexpected_cause(err))
-    if (isinstance(err, StatesError) and err.error == RUNTIME
+    if (isinstance(err, StatesError) and err.error in _PREFIXED
             and not (err.cause or "").startswith(_RUNTIME_PREFIX)):
-        err = StatesError(RUNTIME, f"{_RUNTIME_PREFIX} '{state.name}' (entered at the "
+        err = StatesError(err.error, f"{_RUNTIME_PREFIX} '{state.name}' (entered at the "
                                    f"event id #{event_id}). {err.cause}")
     if isinstance(err, StatesError) and err.state is None:
         err.state = state.name
@@ -470,14 +474,22 @@ def _fail(state: Fail, data: Any, execution: Execution) -> Transition:
     flow = DataFlow(state, data, execution, time.time())
     error = _jsonata_string(flow, state.error, "Error")
     cause = _jsonata_string(flow, state.cause, "Cause")
-    try:
-        if state.error_path is not None:
-            error = _dynamic(state.error_path, data, flow)
-        if state.cause_path is not None:
-            cause = _dynamic(state.cause_path, data, flow)
-    except jsonpath.PathNotFound as exc:
-        raise StatesError(RUNTIME, f"Fail state '{state.name}': {exc}") from None
+    if state.error_path is not None:
+        error = _fail_path(state.error_path, "ErrorPath", data, flow)
+    if state.cause_path is not None:
+        cause = _fail_path(state.cause_path, "CausePath", data, flow)
     raise StatesError(error, cause)
+
+
+def _fail_path(expression: str, field: str, data: Any, flow: DataFlow) -> Any:
+    """A Fail state's ErrorPath or CausePath; a path to nothing in AWS's words
+    (LocalStack's test_invalid_jsonpath[INVALID_JSONPATH_IN_ERRORPATH], [..._CAUSEPATH])."""
+    try:
+        return _dynamic(expression, data, flow)
+    except jsonpath.PathNotFound as exc:
+        raise StatesError(RUNTIME, f"The JSONPath '{exc.path}' specified for the field "
+                                   f"'{field}' could not be found in the input "
+                                   f"'{compact_json(data)}'") from None
 
 
 def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
@@ -528,11 +540,24 @@ class BranchJob:
 
 def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
     if flow.jsonata:
-        items = flow.evaluate(state.items, "Items") if state.has_items else effective
+        # The causes AWS recorded (LocalStack's test_map_state_items_eval_jsonata_fail_*,
+        # test_map_state_items_input_types_*).
+        if not state.has_items:
+            if not isinstance(effective, list):
+                raise StatesError(QUERY_EVALUATION_ERROR, "Map state input must be an array "
+                                                          f"but was: {compact_json(effective)}")
+            return effective
+        items = flow.evaluate(state.items, "Items")
         if not isinstance(items, list):
-            raise StatesError(QUERY_EVALUATION_ERROR, f"Map state '{state.name}': Items must "
-                                                      f"be a JSON array, got "
-                                                      f"{json_type(items)}")
+            kind = json_type(items)
+            where = ("The JSONata expression "
+                     f"'{expression_text(state.items) if is_expression(state.items) else state.items}'"
+                     " specified for the field 'Items' returned")
+            if kind not in ("null", "boolean", "number", "string", "object"):
+                raise StatesError(QUERY_EVALUATION_ERROR, f"{where} an unsupported result type.")
+            raise StatesError(QUERY_EVALUATION_ERROR,
+                              f"{where} an unexpected result type. Expected 'array', but was "
+                              f"'{kind}' for value: {compact_json(items)}")
         return items
     try:
         items = flow.read(effective, state.items_path)
@@ -630,7 +655,7 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
         inputs = []
         for index, item in enumerate(items):
             if state.has_item_selector:
-                item_ctx = execution.context(state.name, entered, retry_count, (index, item))
+                item_ctx = execution.context(state.name, entered, None, (index, item))
                 inputs.append(flow.evaluate(state.item_selector, "ItemSelector", item_ctx)
                               if flow.jsonata
                               else flow.template(state.item_selector, effective, item_ctx))
