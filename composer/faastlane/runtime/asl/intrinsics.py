@@ -192,15 +192,14 @@ class _Parser:
                 self.pos += 1
                 pieces.append("".join(current))
                 return Literal("{}".join(pieces), tuple(pieces))
-            elif char == "{":
-                if self.text[self.pos + 1 : self.pos + 2] != "}":
-                    raise self.error("'{' must be escaped as '\\{' unless it opens '{}'")
+            elif char == "{" and self.text[self.pos + 1 : self.pos + 2] == "}":
                 pieces.append("".join(current))
                 current = []
                 self.pos += 2
-            elif char == "}":
-                raise self.error("'}' must be escaped as '\\}'")
             else:
+                # The specification reserves '{' and '}', but AWS takes a lone one as
+                # itself: States.StringToJson('{"constant_in_literal": "false"}') ran
+                # (LocalStack's recorded test_json_merge_escaped_argument).
                 current.append(char)
                 self.pos += 1
 
