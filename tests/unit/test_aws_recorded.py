@@ -195,3 +195,11 @@ def test_jsonata_map_items_that_are_not_an_array(items: str | None, data: Any,
         state["Items"] = items
     err = failure(one(state, "JSONata"), data)
     assert (err.error, err.cause) == (QUERY_EVALUATION_ERROR, PREFIX.format("S", 2) + cause)
+
+
+def test_jsonata_range_of_one_element_is_that_element() -> None:
+    # test_array_range (JSONata) with (1, 9, 9): AWS answered 1, not [1].
+    definition = one({"Type": "Pass", "Output": "{% $range($states.input.a, 9, "
+                                                "$states.input.step) %}"}, "JSONata")
+    assert run(definition, {"a": 1, "step": 9}) == 1
+    assert run(definition, {"a": 1, "step": 4}) == [1, 5, 9]

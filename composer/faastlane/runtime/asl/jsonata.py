@@ -197,11 +197,19 @@ def _parse(text: Any) -> Any:
         raise StatesError(QUERY_EVALUATION_ERROR, f"not valid JSON ({exc})") from None
 
 
+def _range(first: Any, last: Any, step: Any) -> Any:
+    """``$range``: States.ArrayRange's array, except that, JSONata-like, a range of one
+    element is that element (AWS answered 1 for $range(1, 9, 9): LocalStack's recorded
+    test_array_range of its JSONata tests)."""
+    values = intrinsics.implementation("ArrayRange")(first, last, step)
+    return values[0] if len(values) == 1 else values
+
+
 # Where Step Functions documents a function as the JSONata form of an intrinsic, the
 # intrinsic's implementation (and its argument rules) is reused.
 _STEP_FUNCTIONS_ADDITIONS: dict[str, Callable[..., Any]] = {
     "partition": intrinsics.implementation("ArrayPartition"),
-    "range": intrinsics.implementation("ArrayRange"),
+    "range": _range,
     "hash": intrinsics.implementation("Hash"),
     "uuid": intrinsics.implementation("UUID"),
     "random": _random,
