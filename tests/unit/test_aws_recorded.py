@@ -203,3 +203,12 @@ def test_jsonata_range_of_one_element_is_that_element() -> None:
                                                 "$states.input.step) %}"}, "JSONata")
     assert run(definition, {"a": 1, "step": 9}) == 1
     assert run(definition, {"a": 1, "step": 4}) == [1, 5, 9]
+
+
+def test_a_backslash_before_another_character_stays_in_a_bracket_name() -> None:
+    # test_escape_sequence_parsing[ESCAPE_SEQUENCES_JSONPATH]: $['Test\""Name"'] read
+    # the key Test\""Name"; \' and \\ still escape.
+    definition = one({"Type": "Pass", "Parameters": {
+        "a.$": """$['Test\\""Name"']""", "b.$": "$['it\\'s']", "c.$": "$['back\\\\slash']"}})
+    data = {'Test\\""Name"': 1, "it's": 2, "back\\slash": 3}
+    assert run(definition, data) == {"a": 1, "b": 2, "c": 3}
