@@ -269,8 +269,8 @@ def test_jsonata_catch_output_reads_error_output() -> None:
 
 def test_compose_accepts_jsonata_and_variables_but_still_refuses_what_cannot_run() -> None:
     # What composes: both query languages and Assign. Still refused with a pointer:
-    # fields the runtime would otherwise ignore (a distributed Map's ItemReader, the
-    # JSONPath Map's MaxConcurrencyPath).
+    # fields the runtime would otherwise ignore (a distributed Map's ItemReader); the
+    # JSONPath Map's MaxConcurrencyPath runs.
     from faastlane.asl.unsupported import unsupported_features
 
     runs = jsonata(T={"Type": "Task", "Resource": "f", "Arguments": {"a": "{% 1 %}"},
@@ -281,4 +281,4 @@ def test_compose_accepts_jsonata_and_variables_but_still_refuses_what_cannot_run
         "ItemReader": {"Resource": "arn:aws:states:::s3:getObject"},
         "ItemProcessor": {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}}}}
     assert sorted(p.pointer for p in unsupported_features(refused)) == [
-        "/States/M/ItemReader", "/States/M/MaxConcurrencyPath"]
+        "/States/M/ItemReader"]

@@ -79,6 +79,8 @@ def test_empty_expressions_are_rejected(text: str) -> None:
         ("1 %}", False, True),
         ("{%", False, True),
         ("100 % done", False, False),
+        # AWS takes a padded expression as a literal string (test_base_cases[BASE_LITERALS]).
+        (" {% states.input %} ", False, False),
         ("plain", False, False),
     ],
 )

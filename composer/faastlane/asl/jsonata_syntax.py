@@ -26,8 +26,11 @@ def is_expression(text: str) -> bool:
 
 
 def is_half_wrapped(text: str) -> bool:
-    """A string that opens ``{%`` without closing ``%}`` (or the reverse): a typo."""
-    return not is_expression(text) and (text.startswith(OPEN) or text.rstrip().endswith(CLOSE))
+    """A string that opens ``{%`` without closing ``%}`` (or the reverse): a typo.
+
+    A string with spaces around a whole ``{% %}`` is a literal string, which AWS accepts
+    (LocalStack's recorded test_base_cases[BASE_LITERALS]: " {% states.input %} ")."""
+    return not is_expression(text) and (text.startswith(OPEN) or text.endswith(CLOSE))
 
 
 def check_expression(text: str) -> None:

@@ -63,8 +63,9 @@ class MapChecks(Checker):
             self.result_writer(node["ResultWriter"], child(where, "ResultWriter"), language)
 
     def item_processor(self, node: Any, where: str, key: str) -> None:
-        allowed = F.ITEM_PROCESSOR if key == "ItemProcessor" else F.BRANCH
-        self.machine(node, where, allowed, f"a Map {key}")
+        # The older Iterator takes a ProcessorConfig too: AWS runs such a definition
+        # (recorded in LocalStack's snapshot tests, e.g. test_map_state_legacy_config_*).
+        self.machine(node, where, F.ITEM_PROCESSOR, f"a Map {key}")
         if not isinstance(node, dict) or "ProcessorConfig" not in node:
             return
         config, at = node["ProcessorConfig"], child(where, "ProcessorConfig")

@@ -3,8 +3,8 @@
 Running a workflow while silently ignoring one of its fields would give wrong results, so
 each is refused at compose time with a pointer, like any other problem. Both query
 languages (JSONPath and JSONata) and workflow variables (``Assign``) run; what is left
-is the distributed Map's S3 readers and writers, which a one-container action lacks, the
-JSONPath Map's dynamic ``*Path`` limits, and cross-account credentials.
+is the distributed Map's S3 readers and writers, which a one-container action lacks, and
+cross-account credentials.
 """
 
 from __future__ import annotations
@@ -18,11 +18,6 @@ _REFUSED_FIELDS = {
     "ItemReader": "a distributed Map's ItemReader is not supported",
     "ItemBatcher": "a distributed Map's ItemBatcher is not supported",
     "ResultWriter": "a distributed Map's ResultWriter is not supported",
-    "MaxConcurrencyPath": "MaxConcurrencyPath is not supported yet: use MaxConcurrency",
-    "ToleratedFailureCountPath": "ToleratedFailureCountPath is not supported yet: "
-                                 "use ToleratedFailureCount",
-    "ToleratedFailurePercentagePath": "ToleratedFailurePercentagePath is not supported yet: "
-                                      "use ToleratedFailurePercentage",
     "Credentials": "cross-account Credentials are not supported: functions run in the action",
 }
 

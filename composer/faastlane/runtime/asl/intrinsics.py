@@ -192,15 +192,14 @@ class _Parser:
                 self.pos += 1
                 pieces.append("".join(current))
                 return Literal("{}".join(pieces), tuple(pieces))
-            elif char == "{":
-                if self.text[self.pos + 1 : self.pos + 2] != "}":
-                    raise self.error("'{' must be escaped as '\\{' unless it opens '{}'")
+            elif char == "{" and self.text[self.pos + 1 : self.pos + 2] == "}":
                 pieces.append("".join(current))
                 current = []
                 self.pos += 2
-            elif char == "}":
-                raise self.error("'}' must be escaped as '\\}'")
             else:
+                # The specification reserves '{' and '}', but AWS takes a lone one as
+                # itself: States.StringToJson('{"constant_in_literal": "false"}') ran
+                # (LocalStack's recorded test_json_merge_escaped_argument).
                 current.append(char)
                 self.pos += 1
 
@@ -424,17 +423,33 @@ def _format(call: Call, scope: _Scope) -> str:
         raise _fail("Format", f"{len(pieces) - 1} '{{}}' but {len(values)} value(s)")
     out = [pieces[0]]
     for value, piece in zip(values, pieces[1:], strict=True):
-        # "The Value MUST NOT be a JSON array or object"; strings appear without quotes.
-        if isinstance(value, (list, dict)):
-            raise _fail("Format", f"cannot format {_show(value)}: use a string, number, "
-                        "boolean or null")
-        out.append(value if isinstance(value, str) else compact_json(value))
+        # Strings appear without quotes. The ASL specification says "The Value MUST NOT
+        # be a JSON array or object", but AWS formats them as Java prints its maps and
+        # lists: {"Arg1": 1, "Arg2": []} as "{Arg1=1, Arg2=[]}" (LocalStack's recorded
+        # test_format_2 and test_context_json_path).
+        out.append(_format_value(value))
         out.append(piece)
     return "".join(out)
 
 
+def _format_value(value: Any) -> str:
+    """A value in States.Format's output, as AWS prints it."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}={_format_value(item)}"
+                               for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_format_value(item) for item in value) + "]"
+    return compact_json(value)
+
+
 def _string_to_json(text: Any) -> Any:
     text = _string("StringToJson", "the argument", text)
+    if not text.strip():
+        # AWS answers null for an empty or blank string (LocalStack's recorded
+        # test_string_to_json with "" and " ").
+        return None
     try:
         return json.loads(text)
     except ValueError as exc:

@@ -60,12 +60,21 @@ def evaluate_field(value: Any, field: str, states: dict[str, Any],
     if isinstance(value, str):
         return _evaluate(value, field, states, variables) if is_expression(value) else value
     if isinstance(value, dict):
-        return {key: evaluate_field(item, f"{field}.{key}", states, variables)
+        # AWS names a nested field with slashes: 'Assign/result', 'Output/FunctionResult'.
+        return {key: evaluate_field(item, f"{field}/{key}", states, variables)
                 for key, item in value.items()}
     if isinstance(value, list):
         return [evaluate_field(item, f"{field}[{index}]", states, variables)
                 for index, item in enumerate(value)]
     return value
+
+
+def expression_text(text: str) -> str:
+    """A ``{% %}`` string's expression as AWS quotes it in causes: without the
+    delimiters and the spaces around it (LocalStack's test_undefined_reference records:
+    "The JSONata expression '$doesNotExist' specified for the field 'Assign/result'
+    returned nothing (undefined).")."""
+    return text[len(OPEN):-len(CLOSE)].strip()
 
 
 def _evaluate(text: str, field: str, states: dict[str, Any],
@@ -84,13 +93,16 @@ def _evaluate(text: str, field: str, states: dict[str, Any],
     except StatesError:
         raise
     except Exception as exc:  # noqa: BLE001 - any engine failure is the state's error
+        code = getattr(exc, "error", None)
+        message = f"{code}: {exc}" if isinstance(code, str) and code else str(exc)
         raise StatesError(QUERY_EVALUATION_ERROR,
-                          f"The JSONata expression '{text}' specified for the field "
-                          f"'{field}' could not be evaluated: {exc}") from None
+                          f"The JSONata expression '{expression_text(text)}' specified for "
+                          f"the field '{field}' threw an error during evaluation. "
+                          f"{message}") from None
     if result is None:
         raise StatesError(QUERY_EVALUATION_ERROR,
-                          f"The JSONata expression '{text}' specified for the field "
-                          f"'{field}' returned nothing (undefined).")
+                          f"The JSONata expression '{expression_text(text)}' specified for "
+                          f"the field '{field}' returned nothing (undefined).")
     return engine.Utils.convert_nulls(result)
 
 
@@ -185,11 +197,19 @@ def _parse(text: Any) -> Any:
         raise StatesError(QUERY_EVALUATION_ERROR, f"not valid JSON ({exc})") from None
 
 
+def _range(first: Any, last: Any, step: Any) -> Any:
+    """``$range``: States.ArrayRange's array, except that, JSONata-like, a range of one
+    element is that element (AWS answered 1 for $range(1, 9, 9): LocalStack's recorded
+    test_array_range of its JSONata tests)."""
+    values = intrinsics.implementation("ArrayRange")(first, last, step)
+    return values[0] if len(values) == 1 else values
+
+
 # Where Step Functions documents a function as the JSONata form of an intrinsic, the
 # intrinsic's implementation (and its argument rules) is reused.
 _STEP_FUNCTIONS_ADDITIONS: dict[str, Callable[..., Any]] = {
     "partition": intrinsics.implementation("ArrayPartition"),
-    "range": intrinsics.implementation("ArrayRange"),
+    "range": _range,
     "hash": intrinsics.implementation("Hash"),
     "uuid": intrinsics.implementation("UUID"),
     "random": _random,

@@ -292,7 +292,13 @@ class _Parser:
                 raise self.error("unterminated quoted name")
             char = self.text[self.pos]
             if char == "\\" and self.pos + 1 < len(self.text):
-                out.append(self.text[self.pos + 1])
+                # A backslash escapes the quote and itself; before any other character
+                # AWS keeps it: $['Test\""Name"'] names the key Test\""Name" (LocalStack's
+                # recorded test_escape_sequence_parsing[ESCAPE_SEQUENCES_JSONPATH]).
+                escaped = self.text[self.pos + 1]
+                if escaped not in (quote, "\\"):
+                    out.append(char)
+                out.append(escaped)
                 self.pos += 2
             elif char == quote:
                 self.pos += 1

@@ -163,6 +163,10 @@ class Map(State):
     max_concurrency: int | str = 0  # str: a JSONata expression (so are the next two)
     tolerated_failure_percentage: float | str | None = None
     tolerated_failure_count: int | str | None = None
+    # JSONPath only: reference paths to these three limits in the effective input.
+    max_concurrency_path: str | None = None
+    tolerated_failure_percentage_path: str | None = None
+    tolerated_failure_count_path: str | None = None
     input_path: str | None = "$"
     result_selector: Any = None
     has_result_selector: bool = False
@@ -284,6 +288,9 @@ def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
                    max_concurrency=spec.get("MaxConcurrency", 0),
                    tolerated_failure_percentage=spec.get("ToleratedFailurePercentage"),
                    tolerated_failure_count=spec.get("ToleratedFailureCount"),
+                   max_concurrency_path=spec.get("MaxConcurrencyPath"),
+                   tolerated_failure_percentage_path=spec.get("ToleratedFailurePercentagePath"),
+                   tolerated_failure_count_path=spec.get("ToleratedFailureCountPath"),
                    **_payload(spec, "ResultSelector", "result_selector"),
                    result_path=_path(spec, "ResultPath"),
                    retry=_retriers(spec), catch=_catchers(spec))

@@ -122,13 +122,16 @@ class Execution:
 
     # ------------------------------------------------------------------ context object
 
-    def context(self, state_name: str, entered: float, retry_count: int = 0,
+    def context(self, state_name: str, entered: float, retry_count: int | None = None,
                 map_item: tuple[int, Any] | None = None) -> dict[str, Any]:
         """The ``$$`` object for a state entered at ``entered`` (``time.time()``);
-        ``map_item`` while building a Map iteration."""
+        ``map_item`` while building a Map iteration. ``retry_count``: a Task's, which
+        only Task states have (AWS gives other states' ``$$.State`` only ``Name`` and
+        ``EnteredTime``: LocalStack's recorded test_context_object tests)."""
         ctx = dict(self.context_base)
-        ctx["State"] = {"EnteredTime": iso_time(entered), "Name": state_name,
-                        "RetryCount": retry_count}
+        ctx["State"] = {"EnteredTime": iso_time(entered), "Name": state_name}
+        if retry_count is not None:
+            ctx["State"]["RetryCount"] = retry_count
         if map_item is not None:
             ctx["Map"] = {"Item": {"Index": map_item[0], "Value": map_item[1]}}
         return ctx

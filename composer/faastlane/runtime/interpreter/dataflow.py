@@ -58,8 +58,9 @@ class DataFlow:
         """The ``$$`` object, made on first use: most states never read it, and its
         EnteredTime costs a formatted date (a few us of every hand-off)."""
         if self._context is None:
+            retry_count = self.retry_count if isinstance(self.state, Task) else None
             self._context = self.execution.context(self.state.name, self.entered,
-                                                   self.retry_count)
+                                                   retry_count)
         return self._context
 
     # ---------------------------------------------------------------- reading values

@@ -17,10 +17,9 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from ..asl import intrinsics, jsonpath
+from ..asl import choice, intrinsics, jsonpath
 from ..asl.errors import (
     EXCEED_TOLERATED_FAILURE_THRESHOLD,
     QUERY_EVALUATION_ERROR,
@@ -29,6 +28,7 @@ from ..asl.errors import (
     error_matches,
     unexpected_cause,
 )
+from ..asl.jsonata import expression_text, is_expression
 from ..asl.jsonvalue import compact_json, copy_event, json_type
 from ..asl.model import (
     Catcher,
@@ -71,6 +71,9 @@ def run_machine(machine: Machine, data: Any, execution: Execution) -> Any:
 
 
 _RUNTIME_PREFIX = "An error occurred while executing the state"
+# Errors whose cause AWS prefixes with the state and its event id (States.Runtime; and
+# States.QueryEvaluationError, as in LocalStack's recorded test_undefined_reference_*).
+_PREFIXED = (RUNTIME, QUERY_EVALUATION_ERROR)
 
 
 def _named(err: BaseException, state: State, event_id: int) -> BaseException:
@@ -80,9 +83,9 @@ def _named(err: BaseException, state: State, event_id: int) -> BaseException:
     error remembers the innermost state it failed, for the run's report."""
     if isinstance(err, Exception) and not isinstance(err, StatesError):
         err = StatesError(RUNTIME, unexpected_cause(err))
-    if (isinstance(err, StatesError) and err.error == RUNTIME
+    if (isinstance(err, StatesError) and err.error in _PREFIXED
             and not (err.cause or "").startswith(_RUNTIME_PREFIX)):
-        err = StatesError(RUNTIME, f"{_RUNTIME_PREFIX} '{state.name}' (entered at the "
+        err = StatesError(err.error, f"{_RUNTIME_PREFIX} '{state.name}' (entered at the "
                                    f"event id #{event_id}). {err.cause}")
     if isinstance(err, StatesError) and err.state is None:
         err.state = state.name
@@ -360,16 +363,72 @@ def _choice(state: Choice, data: Any, execution: Execution) -> Transition:
     return flow.finish(effective, rule), next_name
 
 
-def _parse_timestamp(value: Any, where: str) -> datetime:
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-            if parsed.tzinfo is not None:
-                return parsed
-        except ValueError:
-            pass
-    raise StatesError(RUNTIME, f"{where}: {value!r} is not an ISO-8601 timestamp with an "
-                               "offset, e.g. 2026-03-14T01:59:00Z")
+def _shown(value: Any) -> str:
+    """A value as AWS quotes it in a cause: a string bare, anything else as JSON."""
+    return value if isinstance(value, str) else compact_json(value)
+
+
+def _wait_until(value: Any) -> float | None:
+    """Seconds since the epoch of a Wait timestamp, or None when it is not one.
+
+    "Timestamps must conform to the RFC3339 profile of ISO 8601, with the further
+    restrictions that an uppercase T must separate the date and time portions, and an
+    uppercase Z must denote that a numeric time zone offset is not present" (ASL
+    specification, Timestamps): "2016-12-05 21:29:29Z" and "2016-12-05T21:29:29" are
+    refused, as AWS refused them (LocalStack's test_wait_timestamp_path[NO_T], [NO_Z]).
+    """
+    parsed = choice.parse_timestamp(value) if isinstance(value, str) else None
+    if parsed is None:
+        return None
+    instant, nanos = parsed
+    return instant.timestamp() + nanos / 1e9
+
+
+def _wait_seconds_path(state: Wait, effective: Any, flow: DataFlow) -> float:
+    """SecondsPath's value, in AWS's words when it is not a non-negative integer
+    (LocalStack's test_base_wait_seconds_path[-1], [1.5]; test_base_wait_seconds_path
+    of its logs tests for a path to nothing)."""
+    path = str(state.seconds_path)
+    try:
+        value = flow.read(effective, path)
+    except jsonpath.PathNotFound:
+        raise StatesError(RUNTIME, "The SecondsPath parameter does not reference an input "
+                                   f"value: {path}") from None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise StatesError(RUNTIME, "The SecondsPath parameter cannot be parsed as a long "
+                                   f"value: {path} == {_shown(value)}")
+    if value < 0:
+        raise StatesError(RUNTIME, "The SecondsPath parameter references a negative value: "
+                                   f"{path} == {value}")
+    return float(value)
+
+
+def _wait_timestamp(state: Wait, effective: Any, flow: DataFlow) -> float:
+    """The instant a Wait with Timestamp or TimestampPath waits for, in AWS's words when
+    it is not a timestamp (LocalStack's test_wait_timestamp_path and
+    test_wait_timestamp_jsonata: States.Runtime for the path, States.QueryEvaluationError
+    for a JSONata expression)."""
+    if state.timestamp is not None:
+        value = _jsonata_string(flow, state.timestamp, "Timestamp")
+        when = _wait_until(value)
+        if when is None:
+            error = QUERY_EVALUATION_ERROR if flow.jsonata else RUNTIME
+            raise StatesError(error, "The Timestamp field cannot be parsed as an ISO-8601 "
+                                     "extended offset date-time format string: "
+                                     f"{_shown(value)}")
+        return when
+    path = str(state.timestamp_path)  # the validator required one of the four
+    try:
+        value = flow.read(effective, path)
+    except jsonpath.PathNotFound:
+        raise StatesError(RUNTIME, "The TimestampPath parameter does not reference an input "
+                                   f"value: {path}") from None
+    when = _wait_until(value)
+    if when is None:
+        raise StatesError(RUNTIME, "The TimestampPath parameter does not reference a valid "
+                                   "ISO-8601 extended offset date-time format string: "
+                                   f"{path} == {_shown(value)}")
+    return when
 
 
 def _wait(state: Wait, data: Any, execution: Execution) -> Transition:
@@ -378,19 +437,9 @@ def _wait(state: Wait, data: Any, execution: Execution) -> Transition:
     if state.seconds is not None:
         seconds = float(flow.number(state.seconds, "Seconds", minimum=0))
     elif state.seconds_path is not None:
-        value = flow.read(effective, state.seconds_path)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise StatesError(RUNTIME, f"SecondsPath '{state.seconds_path}' must point to a "
-                                       f"non-negative integer, got {value!r}")
-        seconds = float(value)
+        seconds = _wait_seconds_path(state, effective, flow)
     else:
-        if state.timestamp is not None:
-            when = _parse_timestamp(_jsonata_string(flow, state.timestamp, "Timestamp"),
-                                    "Timestamp")
-        else:
-            path = str(state.timestamp_path)  # the validator required one of the four
-            when = _parse_timestamp(flow.read(effective, path), f"TimestampPath '{path}'")
-        seconds = when.timestamp() - time.time()
+        seconds = _wait_timestamp(state, effective, flow) - time.time()
     if seconds > 0:
         execution.sleep(seconds)
     return flow.finish(effective), state.next
@@ -425,14 +474,22 @@ def _fail(state: Fail, data: Any, execution: Execution) -> Transition:
     flow = DataFlow(state, data, execution, time.time())
     error = _jsonata_string(flow, state.error, "Error")
     cause = _jsonata_string(flow, state.cause, "Cause")
-    try:
-        if state.error_path is not None:
-            error = _dynamic(state.error_path, data, flow)
-        if state.cause_path is not None:
-            cause = _dynamic(state.cause_path, data, flow)
-    except jsonpath.PathNotFound as exc:
-        raise StatesError(RUNTIME, f"Fail state '{state.name}': {exc}") from None
+    if state.error_path is not None:
+        error = _fail_path(state.error_path, "ErrorPath", data, flow)
+    if state.cause_path is not None:
+        cause = _fail_path(state.cause_path, "CausePath", data, flow)
     raise StatesError(error, cause)
+
+
+def _fail_path(expression: str, field: str, data: Any, flow: DataFlow) -> Any:
+    """A Fail state's ErrorPath or CausePath; a path to nothing in AWS's words
+    (LocalStack's test_invalid_jsonpath[INVALID_JSONPATH_IN_ERRORPATH], [..._CAUSEPATH])."""
+    try:
+        return _dynamic(expression, data, flow)
+    except jsonpath.PathNotFound as exc:
+        raise StatesError(RUNTIME, f"The JSONPath '{exc.path}' specified for the field "
+                                   f"'{field}' could not be found in the input "
+                                   f"'{compact_json(data)}'") from None
 
 
 def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
@@ -483,11 +540,24 @@ class BranchJob:
 
 def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
     if flow.jsonata:
-        items = flow.evaluate(state.items, "Items") if state.has_items else effective
+        # The causes AWS recorded (LocalStack's test_map_state_items_eval_jsonata_fail_*,
+        # test_map_state_items_input_types_*).
+        if not state.has_items:
+            if not isinstance(effective, list):
+                raise StatesError(QUERY_EVALUATION_ERROR, "Map state input must be an array "
+                                                          f"but was: {compact_json(effective)}")
+            return effective
+        items = flow.evaluate(state.items, "Items")
         if not isinstance(items, list):
-            raise StatesError(QUERY_EVALUATION_ERROR, f"Map state '{state.name}': Items must "
-                                                      f"be a JSON array, got "
-                                                      f"{json_type(items)}")
+            kind = json_type(items)
+            where = ("The JSONata expression "
+                     f"'{expression_text(state.items) if is_expression(state.items) else state.items}'"
+                     " specified for the field 'Items' returned")
+            if kind not in ("null", "boolean", "number", "string", "object"):
+                raise StatesError(QUERY_EVALUATION_ERROR, f"{where} an unsupported result type.")
+            raise StatesError(QUERY_EVALUATION_ERROR,
+                              f"{where} an unexpected result type. Expected 'array', but was "
+                              f"'{kind}' for value: {compact_json(items)}")
         return items
     try:
         items = flow.read(effective, state.items_path)
@@ -501,14 +571,69 @@ def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
     return items
 
 
-def _tolerated(state: Map, failures: int, total: int, flow: DataFlow) -> bool:
+def _limit_from_path(flow: DataFlow, effective: Any, field: str, path: str,
+                     kind: str = "integer") -> int | float:
+    """A Map limit read through its ``*Path`` field from the effective input, checked as
+    AWS checks it (its causes as AWS recorded them, e.g. LocalStack's snapshot tests
+    test_max_concurrency_path and test_map_state_tolerated_failure_*_path): a number, or
+    a string that parses as an integer."""
+    try:
+        value = flow.read(effective, path)
+    except jsonpath.PathNotFound as exc:
+        raise StatesError(RUNTIME, f"The {field} field refers to a path that does not exist "
+                                   f"in the input: {path} ({exc})") from None
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            pass
+    if kind == "float" and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    wanted = float if kind == "float" else int
+    if not isinstance(value, wanted) or isinstance(value, bool):
+        shown = value if isinstance(value, str) else compact_json(value)
+        raise StatesError(RUNTIME, f'The {field} field refers to value "{shown}" which is '
+                                   f"not a valid {kind}: {path}")
+    return value
+
+
+def _max_concurrency(state: Map, effective: Any, flow: DataFlow) -> int:
+    if state.max_concurrency_path is None:
+        return flow.number(state.max_concurrency, "MaxConcurrency", minimum=0)
+    value = _limit_from_path(flow, effective, "MaxConcurrencyPath", state.max_concurrency_path)
+    if value < 0:
+        raise StatesError(RUNTIME, "Expected non-negative integer for MaxConcurrency, got "
+                                   f"'{value}' instead.")
+    return int(value)
+
+
+def _tolerance(state: Map, effective: Any, flow: DataFlow
+               ) -> tuple[int | None, float | None]:
+    """The Map's ToleratedFailureCount and ToleratedFailurePercentage (None: not set)."""
+    if state.tolerated_failure_count_path is not None:
+        count = _limit_from_path(flow, effective, "ToleratedFailureCountPath",
+                                 state.tolerated_failure_count_path)
+        if count < 0:
+            raise StatesError(RUNTIME, "ToleratedFailureCount cannot be negative.")
+    else:
+        count = flow.number(state.tolerated_failure_count, "ToleratedFailureCount", minimum=0)
+    if state.tolerated_failure_percentage_path is not None:
+        percentage = _limit_from_path(flow, effective, "ToleratedFailurePercentagePath",
+                                      state.tolerated_failure_percentage_path, kind="float")
+        if not 0 <= percentage <= 100:
+            raise StatesError(RUNTIME, "ToleratedFailurePercentage must be between 0 and 100.")
+    else:
+        percentage = flow.number(state.tolerated_failure_percentage,
+                                 "ToleratedFailurePercentage", minimum=0)
+    return count, percentage
+
+
+def _tolerated(failures: int, total: int, count: int | None, percentage: float | None
+               ) -> bool:
     if failures == 0:
         return True
-    count = flow.number(state.tolerated_failure_count, "ToleratedFailureCount", minimum=0)
     if count is not None and failures <= count:
         return True
-    percentage = flow.number(state.tolerated_failure_percentage, "ToleratedFailurePercentage",
-                             minimum=0)
     if percentage is not None and total > 0 and failures * 100.0 / total <= percentage:
         return True
     return False
@@ -516,17 +641,21 @@ def _tolerated(state: Map, failures: int, total: int, flow: DataFlow) -> bool:
 
 def _map(state: Map, data: Any, execution: Execution) -> Transition:
     entered = time.time()
-    tolerant = (state.tolerated_failure_count is not None
-                or state.tolerated_failure_percentage is not None)
+    tolerant = any(limit is not None for limit in (
+        state.tolerated_failure_count, state.tolerated_failure_percentage,
+        state.tolerated_failure_count_path, state.tolerated_failure_percentage_path))
 
     def attempt(retry_count: int) -> Any:
         flow = DataFlow(state, data, execution, entered, retry_count)
         effective = flow.effective_input()
+        # In AWS's order: MaxConcurrency, the items, then the failure tolerance.
+        max_concurrency = _max_concurrency(state, effective, flow)
         items = _map_items(state, effective, flow)
+        tolerated_count, tolerated_percentage = _tolerance(state, effective, flow)
         inputs = []
         for index, item in enumerate(items):
             if state.has_item_selector:
-                item_ctx = execution.context(state.name, entered, retry_count, (index, item))
+                item_ctx = execution.context(state.name, entered, None, (index, item))
                 inputs.append(flow.evaluate(state.item_selector, "ItemSelector", item_ctx)
                               if flow.jsonata
                               else flow.template(state.item_selector, effective, item_ctx))
@@ -535,13 +664,14 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
         work = [BranchJob.make(state, i, state.iterator, item, execution)
                 for i, item in enumerate(inputs)]
         outcomes = execution.run_parallel(
-            work, flow.number(state.max_concurrency, "MaxConcurrency", minimum=0),
+            work, max_concurrency,
             describe=lambda i: f"iteration {i} of Map '{state.name}'",
             stop_on_error=not tolerant, state=state, inputs=inputs)
         if not tolerant:
             _raise_first_failure(outcomes)
         failures = [o for o in outcomes if o.error is not None]
-        if not _tolerated(state, len(failures), len(outcomes), flow):
+        if not _tolerated(len(failures), len(outcomes), tolerated_count,
+                          tolerated_percentage):
             raise StatesError(EXCEED_TOLERATED_FAILURE_THRESHOLD,
                               f"Map state '{state.name}': {len(failures)} of "
                               f"{len(outcomes)} iterations failed")
