@@ -126,9 +126,12 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 
 def _scratch_parent() -> str | None:
-    """Where a run's temporary action goes: not under /tmp, which functions in sandboxes
-    may write (as on Lambda), but the action's code they must not (runtime.sandbox)."""
-    return "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
+    """Where a run's temporary action goes: ``$TMPDIR`` if set, else not under /tmp,
+    which functions in sandboxes may write (as on Lambda), but the action's code they
+    must not (runtime.sandbox)."""
+    if os.environ.get("TMPDIR") or not os.access("/var/tmp", os.W_OK):
+        return None
+    return "/var/tmp"
 
 
 def cmd_run(args: argparse.Namespace) -> int:

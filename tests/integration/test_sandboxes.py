@@ -163,7 +163,8 @@ def _vm_readv(pid):
 
 def _ptrace(pid):
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
+    if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH: the tracee stops
+        os.waitpid(pid, 0x40000000)  # __WALL: wait for that stop, else it stays stopped
         libc.ptrace(17, pid, 0, 0)  # PTRACE_DETACH
         return True
     return f"refused: errno {ctypes.get_errno()}"

@@ -2,7 +2,8 @@
 
 The engine hands each section to the :class:`Sections` it was given (its
 ``SectionRunner``): on the Orchestrator's threads when the plan places the state on
-``threads``; split across copies of the action when it spills (:mod:`spill`); else on
+``threads``; split across copies of the action when it spills (:mod:`spill`); on threads
+when every function it calls runs in its own sandbox (they give the parallelism); else on
 this container's warm pre-forked workers (:mod:`forkpool`) when they take it. ``None``
 tells the engine to fork a child per worker.
 """
@@ -12,14 +13,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..asl.model import State
-from ..engine.execution import run_on_threads
+from ..asl.model import Parallel, State, Task, walk_states
+from ..engine.execution import SANDBOX, run_on_threads
 from ..engine.forking import Outcome
 from ..options import THREADS
 from .spill import Spiller
 
 if TYPE_CHECKING:
     from ..engine.execution import Execution
+
+
+def _only_sandboxed_functions(execution: Execution, state: State) -> bool:
+    """Whether every Task of this Parallel/Map (nested ones too) calls a function that
+    runs in its own sandbox (a Task naming its function at run time may call any)."""
+    machines = state.branches if isinstance(state, Parallel) else [state.iterator]
+    tasks = [s for m in machines for s in walk_states(m) if isinstance(s, Task)]
+    return bool(tasks) and all(
+        t.function is not None and execution.function_placement(t.placement, t.function)
+        == SANDBOX for t in tasks)
 
 
 class Sections:
@@ -43,6 +54,10 @@ class Sections:
             if len(groups) > 1:
                 return spiller.run(execution, state, work, inputs, groups, budget,
                                    max_concurrency, describe, stop_on_error)
+        if _only_sandboxed_functions(execution, state):
+            # Its functions run in their sandboxes, in parallel: threads here only wait
+            # for them, without a worker process's extra hand-off.
+            return run_on_threads(work, workers, stop_on_error)
         if spiller.pool is None:
             return None
         # A section that could spill needs this activation's credentials, which a worker
