@@ -99,6 +99,14 @@ with open(os.path.join(links, "data.txt"), "w") as handle:
     handle.write("ordinary")
 proc_self = os.open("/proc/self", os.O_RDONLY | os.O_DIRECTORY)
 RO = os.O_RDONLY
+import pathlib
+
+class Sneaky:
+    # A path that answers the hook differently from the open it precedes.
+    calls = 0
+    def __fspath__(self):
+        Sneaky.calls += 1
+        return "/proc/self/mem" if Sneaky.calls == 1 else "/etc/hostname"
 
 def body():
     attempt("dir_fd_self", lambda: read_mem(os.open("mem", RO, dir_fd=proc_self)))
@@ -121,6 +129,10 @@ def body():
     attempt("make_symlink_to_mem", lambda: os.symlink("/proc/self/mem",
                                                       os.path.join(links, "m")))
     attempt("ordinary_dir_fd", lambda: os.read(os.open("data.txt", RO, dir_fd=folder), 8))
+    attempt("pathlib", lambda: pathlib.Path(f"/proc/{pid}/mem").open("rb").read(0))
+    # os.open converts the path first, then raises the event with the object itself.
+    attempt("pathlike", lambda: read_mem(os.open(Sneaky(), RO)))
+    attempt("ordinary_pathlib", lambda: pathlib.Path(links, "data.txt").read_text())
 
 as_function("thief", body)
 """
@@ -136,7 +148,15 @@ def test_memory_files_through_a_directory_descriptor_are_refused_to_function_cod
         "(mpk isolation)"
     assert out["make_symlink_to_proc"].startswith("REFUSED function 'thief': a symlink to "
                                                   "/proc/")
+    assert out["pathlib"].startswith("REFUSED function 'thief': opening /proc/"), out
+    # Refused whichever way the event names it: the converted path, or the object (a
+    # path-like other than pathlib's is not asked: it could answer differently).
+    assert out["pathlike"] in ("REFUSED function 'thief': opening /proc/self/mem refused "
+                               "(mpk isolation)", "REFUSED function 'thief': opening a "
+                               "path given as a Sneaky (str, bytes or pathlib only) "
+                               "refused (mpk isolation)"), out
     assert out["ordinary_dir_fd"] == "DONE b'ordinary'"  # other files still open
+    assert out["ordinary_pathlib"] == "DONE ordinary"
     assert "4242017" not in str(out)
 
 
@@ -146,6 +166,7 @@ def test_memory_files_through_a_directory_descriptor_leak_without_the_hardening(
     for label in ("dir_fd_self", "dir_fd_thread_self", "dir_fd_pid_o_path",
                   "dir_fd_proc_self_mem", "dir_fd_dotdot", "dev_fd", "symlink_in_dir_fd"):
         assert "TOP-SECRET-4242017-of-victim" in out[label], (label, out)
+    assert "TOP-SECRET-4242017-of-victim" in out["pathlike"], out  # asked once: mem
 
 
 PROCESSES = """
@@ -335,3 +356,37 @@ def test_threads_a_function_starts_are_that_function_and_global_hooks_are_refuse
     control = lines(run(THREADS_AND_HOOKS, "none"))
     assert control["main_hooks"] != "None None", control  # the hooks reached it
     assert control["monitoring"] == "DONE None", control
+
+
+IN_FLIGHT = """
+import gc
+# What the Orchestrator holds between two functions: shared, in key 0.
+in_flight = {"promoted": SECRET.decode(), "trail": []}  # a container: GC-tracked
+
+def find():
+    return next(o for o in gc.get_objects() if type(o) is dict and "promoted" in o)
+
+def body():
+    attempt("get_objects", lambda: find()["promoted"])
+    attempt("call_shared", lambda: next(o for o in _faastlane.call_shared(gc.get_objects)
+                                        if type(o) is dict and "promoted" in o)["promoted"])
+    attempt("get_referrers", lambda: len(gc.get_referrers(in_flight)))
+    attempt("collect", lambda: gc.collect(0) >= 0)
+
+as_function("snoop", body)
+attempt("orchestrator", lambda: find()["promoted"])
+"""
+
+
+def test_function_code_cannot_walk_the_object_graph() -> None:
+    """Data in flight is shared (class 3): function code cannot list it through gc,
+    not even allocating shared (call_shared); the Orchestrator can."""
+    out = lines(run(IN_FLIGHT, "hardened"))
+    for label, event in (("get_objects", "gc.get_objects"), ("call_shared", "gc.get_objects"),
+                         ("get_referrers", "gc.get_referrers")):
+        assert out[label] == (f"REFUSED function 'snoop': walking the object graph ({event}) "
+                              "refused (mpk isolation)"), (label, out)
+    assert out["collect"] == "DONE True"
+    assert out["orchestrator"] == "DONE TOP-SECRET-4242017-of-victim"
+    control = lines(run(IN_FLIGHT, "none"))
+    assert control["get_objects"] == "DONE TOP-SECRET-4242017-of-victim", control

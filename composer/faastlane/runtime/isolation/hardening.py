@@ -52,6 +52,7 @@ import gc
 import hashlib
 import json
 import os
+import pathlib
 import re
 import sys
 import threading
@@ -85,6 +86,10 @@ _KERNEL_TREES = ("/proc", "/dev", "/sys")
 PROCESS_EVENTS = frozenset({"os.fork", "os.forkpty", "os.exec", "os.posix_spawn",
                             "os.spawn", "os.system", "os.startfile", "subprocess.Popen",
                             "_posixsubprocess.fork_exec", "pty.spawn"})
+# Audit events that list or walk objects of the whole process: the data in flight
+# between functions (promoted results, inputs) is in the shared heap, and so is the
+# hardening's own state. Refused to function code.
+GC_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
 # Audit events that install code every thread (or this one, after the function
 # returns) runs: a trace or profile function, a sys.monitoring callback. Run on the
 # Orchestrator's or another function's thread, it would act with their rights.
@@ -250,15 +255,34 @@ def function_scope(name: str) -> Any:
     return _function_scope(name)
 
 
-def _path_of(argument: Any) -> str | None:
+class _Unreadable(Exception):
+    """An audit event's path argument the hook cannot read without running its code."""
+
+
+_PATHLIB_TYPES = frozenset({pathlib.PurePath, pathlib.PurePosixPath,
+                            pathlib.PureWindowsPath, pathlib.Path, pathlib.PosixPath,
+                            pathlib.WindowsPath})  # their __fspath__ returns a cached str
+
+
+def _path_of(argument: Any, function: str | None = None,
+             pathlib_types: frozenset[type] = _PATHLIB_TYPES) -> str | None:
+    """The path an audit event names, as exact str, without running code of the
+    argument's (a str or bytes subclass's methods, a PathLike's ``__fspath__`` could
+    answer the hook differently from the call it precedes, and run inside the hook).
+    For function code, a path-like other than pathlib's own classes raises
+    :class:`_Unreadable`; for the Orchestrator it is asked (trusted)."""
+    if isinstance(argument, str):
+        return str.__getitem__(argument, slice(None))  # exact copy, no method called
+    if isinstance(argument, (bytes, bytearray)):
+        return os.fsdecode(bytes(memoryview(argument)))
     if isinstance(argument, os.PathLike):
+        if function is not None and type(argument) not in pathlib_types:
+            raise _Unreadable(type(argument).__qualname__)
         try:
-            argument = os.fspath(argument)
+            return _path_of(os.fspath(argument))
         except TypeError:
             return None
-    if isinstance(argument, bytes):
-        argument = os.fsdecode(argument)
-    return argument if isinstance(argument, str) else None
+    return None
 
 
 def _directory_bases() -> list[str]:
@@ -321,15 +345,22 @@ def _make_hook(policy: Policy, owns: Callable[[int], bool] = lambda address: Fal
     current, in_domain = _current_function, _in_domain
     memory_file, into_kernel_tree = _memory_file, _into_kernel_tree
     ctypes_event, frame, trusted = _ctypes_event, sys._getframe, _is_trusted_code
-    process_events, hook_events = PROCESS_EVENTS, HOOK_EVENTS
+    process_events, hook_events, gc_events = PROCESS_EVENTS, HOOK_EVENTS, GC_EVENTS
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event == "open":
-            path = _path_of(args[0]) if args else None
-            if path is not None:
-                function = current()
-                if memory_file(path, function):
-                    raise IsolationViolation(function, f"opening {path}")
+            function = current()
+            try:
+                path = _path_of(args[0], function) if args else None
+            except _Unreadable as exc:
+                raise IsolationViolation(function, f"opening a path given as a {exc} "
+                                                   "(str, bytes or pathlib only)") from None
+            if path is not None and memory_file(path, function):
+                raise IsolationViolation(function, f"opening {path}")
+        elif event in gc_events:
+            function = current()
+            if function is not None:
+                raise IsolationViolation(function, f"walking the object graph ({event})")
         elif event in process_events:
             function = current()
             if function is not None:
@@ -341,11 +372,15 @@ def _make_hook(policy: Policy, owns: Callable[[int], bool] = lambda address: Fal
                                                    f"runs ({event})")
         elif event == "os.symlink" and args:
             function = current()
-            target = _path_of(args[0])
-            link = _path_of(args[1]) if len(args) > 1 else None
-            if function is not None and target is not None and into_kernel_tree(
-                    target, link):
-                raise IsolationViolation(function, f"a symlink to {target}")
+            if function is not None:
+                try:
+                    target = _path_of(args[0], function)
+                    link = _path_of(args[1], function) if len(args) > 1 else None
+                except _Unreadable as exc:
+                    raise IsolationViolation(function, f"a symlink given as a {exc}") \
+                        from None
+                if target is None or into_kernel_tree(target, link):
+                    raise IsolationViolation(function, f"a symlink to {target}")
         elif event == "import" and _is_ffi(args[0] if args else None) and (
                 policy.refuse_ffi or (policy.refuse_ffi_in_functions and current())):
             raise NativeCallRefused(current(), f"importing {args[0]} (it calls any "
