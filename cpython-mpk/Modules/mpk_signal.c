@@ -121,7 +121,13 @@ report(int signo, const siginfo_t *si, uint32_t pkru_entry,
        uint32_t pkru_restored)
 {
     int fd = atomic_load_explicit(&report_fd, memory_order_relaxed);
-    int thread_slot = _PyMPK_CurrentSlot();
+    /* The function whose code this thread runs: the domain it is inside, else the
+     * one it is sealed to -- a thread a function started is in no domain but born
+     * sealed to its creator's (mpk_thread.c), and its faults are that function's. */
+    int entered_slot = _PyMPK_CurrentSlot();
+    int sealed_slot = _PyMPK_SealedSlot();
+    int thread_slot = entered_slot >= 0 ? entered_slot
+        : (sealed_slot >= 0 && sealed_slot < _PyMPK_SLOT_COUNT ? sealed_slot : -1);
     int owner_slot = _PyMPK_SlotOf(si->si_addr);
     line_t line;
 
@@ -138,6 +144,7 @@ report(int signo, const siginfo_t *si, uint32_t pkru_entry,
     put_field_dec(&line, "owner_key", _PyMPK_SlotKey(owner_slot));
     put_field_dec(&line, "thread_slot", thread_slot);
     put_field_dec(&line, "thread_key", _PyMPK_SlotKey(thread_slot));
+    put_field_dec(&line, "entered_slot", entered_slot);
     if (reporter_keys) {
         put_field_hex(&line, "pkru_at_entry", pkru_entry);
         put_field_hex(&line, "pkru_restored", pkru_restored);

@@ -202,6 +202,10 @@ FUNCTIONS = {
         """,
     # Tries, from inside its sealed domain, what the hardening and the seal refuse.
     "Breakout": """
+        import gc
+        import os
+        import subprocess
+        import sys
         import threading
 
 
@@ -232,7 +236,39 @@ FUNCTIONS = {
                 "proc_self_mem": attempt(lambda: open("/proc/self/mem", "rb")),
                 "ctypes": attempt(lambda: __import__("ctypes").c_int(1)),
                 "thread_ctypes": from_a_thread(lambda: __import__("ctypes").c_int(1)),
+                # issue 17: memory through a directory descriptor, processes, gc, hooks
+                "mem_dir_fd": attempt(lambda: os.open(
+                    "mem", os.O_RDONLY,
+                    dir_fd=os.open("/proc/self", os.O_RDONLY | os.O_DIRECTORY))),
+                "subprocess": attempt(lambda: subprocess.run(["true"])),
+                "thread_fork": from_a_thread(os.fork),
+                "gc": attempt(gc.get_objects),
+                "settrace": attempt(lambda: sys.settrace(lambda *a: None)),
             }
+        """,
+    # Peek's read, from a thread it starts: the fault must name ThreadPeek all the same.
+    "ThreadPeek": """
+        import threading
+
+        def handler(event, context):
+            found = []
+            def look():
+                found.extend(c.value for c in object.__subclasses__()
+                             if c.__name__ == "KeeperSecret")
+            thread = threading.Thread(target=look)
+            thread.start()
+            thread.join()
+            return {"value": found[0] if found else None}
+        """,
+    # Ordinary numpy that touches .ctypes: the data pointer of its own array.
+    "NumpyCtypes": """
+        import numpy
+
+        def handler(event, context):
+            array = numpy.arange(12.0).reshape(3, 4)
+            pointer = array.ctypes.data
+            return {"pointer_matches": pointer == array.__array_interface__["data"][0],
+                    "shape": list(array.shape), "sum": float(array.sum())}
         """,
     # Reads memory at an address it was handed, with ctypes: refused by the hardening.
     "CtypesPeek": """
@@ -329,6 +365,10 @@ FIFTY = {"StartAt": "Each", "States": {"Each": {
 PEEK = chain(("Keeper", task("Keeper", ResultPath="$.keeper")),
              ("Peek", task("Peek", ResultPath="$.peek")))
 BREAKOUT = chain(("Breakout", task("Breakout")))
+# As PEEK, the read made by a thread Peek starts (issue 17, class 6).
+THREAD_PEEK = chain(("Keeper", task("Keeper", ResultPath="$.keeper")),
+                    ("Peek", task("ThreadPeek", ResultPath="$.peek")))
+NUMPY_CTYPES = chain(("Numpy", task("NumpyCtypes")))
 # Model leaks its object's address in its result; CtypesPeek tries to read it with
 # ctypes: the hardening refuses ctypes to function code, with or without keys.
 CTYPES_PEEK = chain(("Model", task("Model", ResultPath="$.model")),

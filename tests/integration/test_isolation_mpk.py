@@ -24,6 +24,7 @@ from .mpk_apps import (
     ESCAPE,
     FAIL_THEN_CLEAN,
     FIFTY,
+    NUMPY_CTYPES,
     PEEK,
     TWO_HTTPS,
     WARM,
@@ -202,6 +203,13 @@ def test_function_code_runs_sealed_and_hardened(tmp_path: Path) -> None:
     for key in ("ctypes", "thread_ctypes"):
         assert out[key].startswith("IsolationViolation: function 'Breakout': ctypes "
                                    "(ctypes."), out
+    refused = "IsolationViolation: function 'Breakout': {} refused (mpk isolation)"
+    assert out["mem_dir_fd"] == refused.format("opening mem"), out
+    assert out["subprocess"] == refused.format("starting a process (subprocess.Popen)")
+    assert out["thread_fork"] == refused.format("starting a process (os.fork)"), out
+    assert out["gc"] == refused.format("walking the object graph (gc.get_objects)"), out
+    assert out["settrace"] == refused.format("installing a hook every thread runs "
+                                             "(sys.settrace)"), out
 
 
 def test_an_escape_fails_the_function_and_names_it(tmp_path: Path) -> None:
@@ -279,3 +287,16 @@ def test_a_mutated_event_leaves_the_state_input_unchanged(tmp_path: Path) -> Non
     assert out["mutated"] == {"seen": 3}
     assert out["items"] == [1, 2] and "added" not in out
     assert out["read"] == {"items": [1, 2], "keys": ["items", "mutated"]}
+
+
+def test_numpy_ctypes_of_a_functions_own_array_works_under_mpk(tmp_path: Path) -> None:
+    """Ordinary numpy touching ``.ctypes`` runs under mpk (the ctypes policy refuses
+    attacks, not numpy's helper on the function's own array) and gives none mode's
+    output."""
+    code, out, err = run(write_mpk_app(tmp_path / "app", NUMPY_CTYPES))
+    assert code == 0, err
+    done = faastlane("run", str(write_mpk_app(tmp_path / "none", NUMPY_CTYPES)),
+                     "--isolation", "none")
+    assert done.code == 0, done.stderr
+    assert out == json.loads(done.stdout) == {"pointer_matches": True, "shape": [3, 4],
+                                              "sum": 66.0}

@@ -24,7 +24,9 @@ from .mpk_apps import (
     CTYPES_PEEK,
     ESCAPE,
     FAIL_THEN_CLEAN,
+    NUMPY_CTYPES,
     PEEK,
+    THREAD_PEEK,
     TWO_HTTPS,
     WARM,
     write_mpk_app,
@@ -108,6 +110,10 @@ def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]
         {"name": "peek-none", "argv": _run(app("peek", PEEK, "none"))},
         {"name": "ctypes-peek", "argv": _run(app("ctypes-peek", CTYPES_PEEK))},
         {"name": "breakout", "argv": _run(app("breakout", BREAKOUT))},
+        {"name": "thread-peek", "argv": _run(app("thread-peek", THREAD_PEEK))},
+        {"name": "numpy-ctypes", "argv": _run(app("numpy-ctypes", NUMPY_CTYPES))},
+        {"name": "numpy-ctypes-none",
+         "argv": _run(app("numpy-ctypes", NUMPY_CTYPES, "none"))},
         {"name": "warm", "argv": _run(app("warm", WARM),
                                       "--input", json.dumps({"text": "ab ab cd ef"}))},
         {"name": "escape", "argv": _run(app("escape", ESCAPE))},
@@ -166,8 +172,25 @@ def test_function_code_runs_sealed_and_hardened_under_keys(
     assert out["sealed_to_my_slot"] and out["seccomp"], out
     for key in ("exit", "live_domains", "thread_live_domains"):
         assert out[key].startswith("SealedError: cannot "), out
-    for key in ("proc_self_mem", "ctypes", "thread_ctypes"):
+    for key in ("proc_self_mem", "ctypes", "thread_ctypes", "mem_dir_fd", "subprocess",
+                "thread_fork", "gc", "settrace"):
         assert out[key].startswith("IsolationViolation: function 'Breakout': "), out
+
+
+def test_a_read_by_a_thread_a_function_started_names_that_function(
+        guest: dict[str, dict[str, Any]]) -> None:
+    """Issue 17, class 6: the thread is born sealed to ThreadPeek's domain, so the
+    fault report names ThreadPeek, not the Orchestrator (peek-none is the control)."""
+    out = _output(guest, "thread-peek", code=1)
+    assert out["Error"] == "Faastlane.IsolationViolation", out
+    assert "function 'ThreadPeek' touched the private heap of function 'Keeper'" in \
+        out["Cause"], out
+
+
+def test_numpy_ctypes_inside_a_function_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    keys, shared = _output(guest, "numpy-ctypes"), _output(guest, "numpy-ctypes-none")
+    assert keys == shared == {"pointer_matches": True, "shape": [3, 4], "sum": 66.0}
 
 
 def test_warm_state_promotion_and_libraries_under_keys(

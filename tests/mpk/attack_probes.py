@@ -104,7 +104,7 @@ def _resolve_native() -> None:
     ctypes = _ctypes()
     libc = ctypes.CDLL(None, use_errno=True)
     for name in ("pkey_set", "pkey_mprotect", "syscall", "process_vm_readv", "open",
-                 "pread", "close", "pthread_self"):
+                 "pread", "close", "pthread_self", "system"):
         NATIVE[name] = _typed(ctypes, name, getattr(libc, name))
     NATIVE["ctypes"] = ctypes
 
@@ -277,6 +277,44 @@ def via_proc_self_mem(s: Scene) -> bytes | None:
         return memory.read(READ_SIZE)
 
 
+def via_proc_mem_dir_fd(s: Scene) -> bytes | None:
+    """/proc/self/mem by a name relative to a descriptor of /proc/self (``dir_fd``): the
+    ``open`` audit event carries only "mem"."""
+    directory = os.open("/proc/self", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        memory = os.open("mem", os.O_RDONLY, dir_fd=directory)
+    finally:
+        os.close(directory)
+    try:
+        return os.pread(memory, READ_SIZE, s.address)
+    finally:
+        os.close(memory)
+
+
+CHILD_READER = ("import os, sys; fd = os.open(f'/proc/{sys.argv[3]}/mem', os.O_RDONLY); "
+                "sys.stdout.buffer.write(os.pread(fd, int(sys.argv[2]), int(sys.argv[1])))")
+
+
+def via_child_process(s: Scene) -> bytes | None:
+    """A child process reads this one's /proc/PPID/mem: as root with CAP_SYS_PTRACE it
+    may, even though the process is non-dumpable -- unless the hardening dropped the
+    capability. Native code starts it with libc's system() (no audit event at all)."""
+    args = [sys.executable, "-c", CHILD_READER, str(s.address), str(READ_SIZE),
+            str(os.getpid())]
+    if s.mode == "native":
+        out = f"/tmp/faastlane-child-{os.getpid()}"
+        command = " ".join(f"'{a}'" for a in args) + f" > {out} 2>/dev/null"
+        NATIVE["system"](command.encode())
+        try:
+            with open(out, "rb") as handle:
+                return handle.read() or None
+        finally:
+            os.unlink(out)
+    import subprocess
+
+    return subprocess.run(args, capture_output=True, check=True).stdout
+
+
 def via_process_vm_readv(s: Scene) -> bytes | None:
     """process_vm_readv on its own pid: the kernel copies ignoring PKRU."""
     ctypes = s.ctypes()
@@ -381,6 +419,26 @@ def via_domain_api_thread(s: Scene) -> bytes | None:
     return bytes(s.out).rstrip(b"\0")
 
 
+def via_born_thread_read(s: Scene) -> bytes | None:
+    """Not an attack that can succeed: a thread the thief starts reads the victim's
+    object itself. It dies of the victim's key; the fault must name the thief (the
+    thread's creator, whose domain it is sealed to), not the Orchestrator."""
+    import threading
+
+    def read() -> None:
+        NOTE[0]("about_to_read", True)
+        data = s.loot[0]
+        NOTE[0]("stolen", bytes(data).decode("latin-1"))
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    thread.join()
+    return None
+
+
+NOTE: list[Note] = []  # the scenario's note(), for threads the attacks start
+
+
 ATTACKS: dict[str, Callable[[Scene], bytes | None]] = {
     "pkey_set": via_pkey_set,
     "pkey_mprotect": via_pkey_mprotect,
@@ -393,8 +451,14 @@ ATTACKS: dict[str, Callable[[Scene], bytes | None]] = {
     "gate_call_int": via_gate_call_int,
     "domain_api": via_domain_api,
     "domain_api_thread": via_domain_api_thread,
+    "proc_mem_dir_fd": via_proc_mem_dir_fd,
+    "child_process": via_child_process,
+    "born_thread_read": via_born_thread_read,
 }
-NO_NATIVE_MODE = ("domain_api", "domain_api_thread")  # pure Python: nothing native
+# Pure Python, nothing native (native code opens /proc/self/mem through libc: that is
+# the proc_self_mem attack's native mode).
+NO_NATIVE_MODE = ("domain_api", "domain_api_thread", "proc_mem_dir_fd",
+                  "born_thread_read")
 
 
 def attack_scenario(note: Note, attack: str, mode: str) -> Scene:
@@ -442,9 +506,45 @@ def runtime_scenario(note: Note) -> None:
     note("libc_pkey_alloc", [result, ctypes.get_errno()])
 
 
+def numpy_scenario(note: Note) -> None:
+    """numpy's ``ndarray.ctypes`` inside a function, as the Orchestrator runs it: ctypes
+    and numpy loaded outside functions, after activation; the function sealed in its
+    private heap (C malloc routed there too). Its own array's ``.ctypes.data`` works;
+    ctypes itself stays refused to it."""
+    os.environ["FAASTLANE_MPK_MALLOC"] = "on"  # before the first private heap
+    LIBRARY.append(_ctypes())
+    hardening.activate(libraries_ffi=True)
+    import numpy
+
+    note("trusted", hardening.trust_numpy_ctypes())
+    domain = _faastlane.Domain(private_heap=True)
+    out = bytearray(64)  # shared: what the function reports
+
+    def body() -> None:
+        with hardening.function_scope("numeric"):
+            array = numpy.arange(6.0).reshape(2, 3) * 7
+            data = array.ctypes.data
+            same = data == array.__array_interface__["data"][0]
+            mine = _faastlane.slot_of(data) == domain.slot
+            total = int(array.sum())
+            try:
+                _ctypes().string_at(data, 8)
+                refused = 0
+            except hardening.IsolationViolation:
+                refused = 1
+            out[:5] = bytes([same, mine, refused, total & 0xFF, total >> 8])
+            del array
+
+    in_thread(lambda: domain.run_sealed(body))
+    note("numpy", {"data_matches": bool(out[0]), "data_in_own_heap": bool(out[1]),
+                   "ctypes_refused": bool(out[2]), "sum": out[3] | out[4] << 8})
+
+
 RUNTIME_PROBE = "hardened_runtime_still_creates_grows_and_destroys_domains"
-PROBES = [RUNTIME_PROBE, *(f"attack_{attack}_{mode}" for attack in ATTACKS for mode in MODES
-                           if mode != "native" or attack not in NO_NATIVE_MODE)]
+NUMPY_PROBE = "numpy_ctypes_in_a_function_libraries"
+PROBES = [RUNTIME_PROBE, NUMPY_PROBE,
+          *(f"attack_{attack}_{mode}" for attack in ATTACKS for mode in MODES
+            if mode != "native" or attack not in NO_NATIVE_MODE)]
 
 
 def run_scenario(name: str, fd: int) -> None:
@@ -454,11 +554,14 @@ def run_scenario(name: str, fd: int) -> None:
     def note(key: str, value: Any) -> None:
         os.write(fd, ("note " + json.dumps({key: value}) + "\n").encode())
 
+    NOTE.append(note)
     code = 0
     _kept = None  # alive until os._exit
     try:
         if name == RUNTIME_PROBE:
             runtime_scenario(note)
+        elif name == NUMPY_PROBE:
+            numpy_scenario(note)
         else:
             attack, _, mode = name[len("attack_"):].rpartition("_")
             _kept = attack_scenario(note, attack, mode)

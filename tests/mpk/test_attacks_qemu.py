@@ -18,7 +18,7 @@ import json
 
 import pytest
 from probe_protocol import SEGV_PKUERR, SIGSEGV, ProbeResult
-from probe_runs import HERE, ProbeRun, run_probes_in_qemu
+from probe_runs import HERE, ProbeRun, run_probes_in_qemu, runtime_with_packages
 
 ATTACK_PROBES = HERE / "attack_probes.py"
 TOKEN = str(4242 * 1000 + 17)  # the digits of the victim's secret
@@ -27,7 +27,14 @@ CTYPES_ATTACKS = ["pkey_set", "pkey_mprotect", "syscall_pkey_mprotect", "key_stu
                   "process_vm_readv", "gate_word", "gate_call", "gate_call_int"]
 NATIVE_ATTACKS = [*CTYPES_ATTACKS, "proc_self_mem"]
 DOMAIN_API_ATTACKS = ["domain_api", "domain_api_thread"]
-ATTACKS = [*NATIVE_ATTACKS, *DOMAIN_API_ATTACKS]
+# Pure Python around the keys (issue 17): /proc/self/mem through a directory descriptor
+# (class 4), a child process reading /proc/PPID/mem (class 5).
+PYTHON_ATTACKS = ["proc_mem_dir_fd", "child_process"]
+ATTACKS = [*NATIVE_ATTACKS, *DOMAIN_API_ATTACKS, *PYTHON_ATTACKS]
+PYTHON_REFUSED = {
+    "proc_mem_dir_fd": "function 'thief': opening mem refused (mpk isolation)",
+    "child_process": "function 'thief': starting a process (subprocess.Popen) refused "
+                     "(mpk isolation)"}
 IMPORT_REFUSED = "function 'thief': importing ctypes (it calls any native address)"
 CTYPES_REFUSED = "function 'thief': ctypes (ctypes."
 MEM_REFUSED = "function 'thief': opening /proc/self/mem refused (mpk isolation)"
@@ -39,8 +46,9 @@ NOT_STOPPED_FOR_NATIVE_CODE = ["pkey_set", "key_stub", "proc_self_mem", "gate_wo
 
 @pytest.fixture(scope="module")
 def qemu_attacks(runtime: str) -> ProbeRun:
-    """Every attack probe, keys required, run once inside QEMU's emulated PKU CPU."""
-    return run_probes_in_qemu(runtime, ATTACK_PROBES)
+    """Every attack probe, keys required, run once inside QEMU's emulated PKU CPU (on
+    the runtime's venv: the numpy probe needs numpy)."""
+    return run_probes_in_qemu(runtime_with_packages(runtime, ("numpy",)), ATTACK_PROBES)
 
 
 def leaked(r: ProbeResult) -> bool:
@@ -114,7 +122,7 @@ def test_every_attack_is_refused_as_the_orchestrator_runs_functions(
     CPython does not audit (``gate_call_int``: patch 0009)."""
     r = qemu_attacks[f"attack_{attack}_libraries"]
     refused = r.notes.get("refused", "")
-    expected = {"proc_self_mem": MEM_REFUSED}.get(
+    expected = {"proc_self_mem": MEM_REFUSED, **PYTHON_REFUSED}.get(
         attack, SEALED_REFUSED if attack in DOMAIN_API_ATTACKS else CTYPES_REFUSED)
     assert expected in refused, r.describe()
     if attack in CTYPES_ATTACKS:
@@ -153,3 +161,59 @@ def test_runtime_key_calls_pass_the_filter_and_others_get_eperm(
     allocated, freed = r.notes["keys"]
     assert allocated == freed >= 3
     assert r.notes["libc_pkey_alloc"] == [-1, EPERM]
+
+
+@pytest.mark.parametrize("attack", PYTHON_ATTACKS)
+def test_python_attacks_around_the_keys_are_refused_when_hardened(
+    qemu_attacks: ProbeRun, attack: str
+) -> None:
+    """Class 4 and 5 of issue 17 with ctypes refused everywhere: the memory file by a
+    name relative to a descriptor, the child process -- both refused naming the thief."""
+    r = qemu_attacks[f"attack_{attack}_hardened"]
+    assert r.notes.get("refused") == PYTHON_REFUSED[attack], r.describe()
+    assert_isolation_held(r)
+
+
+def test_a_child_started_by_native_code_cannot_read_the_parent(
+    qemu_attacks: ProbeRun,
+) -> None:
+    """Native code starts the child with libc's system() -- no audit event -- and the
+    child, root, opens /proc/PPID/mem: refused by the kernel, since the hardening made
+    the process non-dumpable and dropped CAP_SYS_PTRACE (bounding set included)."""
+    r = qemu_attacks["attack_child_process_native"]
+    assert "refused" not in r.notes, r.describe()
+    assert_isolation_held(r)
+
+
+@pytest.mark.parametrize("mode", ["hardened", "libraries"])
+def test_a_fault_of_a_thread_a_function_started_names_that_function(
+    qemu_attacks: ProbeRun, mode: str
+) -> None:
+    """Class 6: the thread is in no domain but born sealed to the thief's: the fault
+    report's thread_slot is the thief's slot (entered_slot says it entered none), so
+    the Orchestrator's report names the thief, not "the Orchestrator"."""
+    r = qemu_attacks[f"attack_born_thread_read_{mode}"]
+    assert_isolation_held(r)
+    assert r.fault["thread_slot"] == r.notes["b_slot"], r.describe()
+    assert r.fault["thread_key"] == r.notes["b_key"], r.describe()
+    assert r.fault["entered_slot"] == -1, r.describe()
+
+
+def test_a_fault_of_an_unsealed_thread_in_no_domain_names_no_function(
+    qemu_attacks: ProbeRun,
+) -> None:
+    """The control: started by unsealed code, the thread belongs to nobody."""
+    r = qemu_attacks["attack_born_thread_read_control"]
+    assert_isolation_held(r)
+    assert r.fault["thread_slot"] == -1 and r.fault["entered_slot"] == -1, r.describe()
+
+
+def test_numpy_ctypes_data_works_inside_a_function_under_keys(qemu_attacks: ProbeRun) -> None:
+    """A function's own ``array.ctypes.data`` (numpy's helper, trusted, on the
+    function's own objects) works; the pointer is in its private heap; ctypes itself
+    stays refused to the function."""
+    r = qemu_attacks["numpy_ctypes_in_a_function_libraries"]
+    assert r.exit_code == 0 and r.error is None, r.describe()
+    assert r.notes["trusted"] is True
+    assert r.notes["numpy"] == {"data_matches": True, "data_in_own_heap": True,
+                                "ctypes_refused": True, "sum": 105}, r.describe()

@@ -52,6 +52,7 @@ import gc
 import hashlib
 import json
 import os
+import pathlib
 import re
 import sys
 import threading
@@ -63,8 +64,37 @@ from typing import Any
 from . import seccomp_filter
 from .pkru_scan import ELF_MAGIC, NotAnELF, scan_elf
 
-_MEMORY_FILES = re.compile(r"^/(proc/(\d+|self|thread-self)(/task/\d+)?/mem|dev/k?mem"
-                           r"|proc/kcore)$")
+# Files through which the kernel reads or reveals memory past protection keys: a
+# process's memory (``mem``), its page table (``pagemap``: physical frames), the files
+# behind its mappings (``map_files``), physical memory and the kernel's.
+_MEMORY_FILES = re.compile(
+    r"^/(proc/(\d+|self|thread-self)(/task/\d+)?/(mem|pagemap|map_files(/.*)?)"
+    r"|dev/(k?mem|port)|proc/(kcore|kpagecount|kpageflags|kpagecgroup)"
+    r"|sys/kernel/mm/page_idle/bitmap)$")
+# Final path components that name such a file (a map_files entry is an address range):
+# function code may not open a path ending in one, whatever directory it resolves
+# against -- a ``dir_fd`` the audit event does not carry, a directory another thread
+# swaps in between the check and the open.
+_MEMORY_NAMES = frozenset({"mem", "pagemap", "map_files", "kmem", "kcore", "kpagecount",
+                           "kpageflags", "kpagecgroup"})
+_MAP_FILES_ENTRY = re.compile(r"^[0-9a-f]+-[0-9a-f]+$")
+# Where a symlink made by function code may not point: a link there, swapped into a
+# path between the check and the open, would lead an innocent name to a memory file.
+_KERNEL_TREES = ("/proc", "/dev", "/sys")
+# Audit events that start a process. A child outside the hook and the seal could read
+# this process's memory (/proc/PPID/mem ignores keys): refused to function code.
+PROCESS_EVENTS = frozenset({"os.fork", "os.forkpty", "os.exec", "os.posix_spawn",
+                            "os.spawn", "os.system", "os.startfile", "subprocess.Popen",
+                            "_posixsubprocess.fork_exec", "pty.spawn"})
+# Audit events that list or walk objects of the whole process: the data in flight
+# between functions (promoted results, inputs) is in the shared heap, and so is the
+# hardening's own state. Refused to function code.
+GC_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
+# Audit events that install code every thread (or this one, after the function
+# returns) runs: a trace or profile function, a sys.monitoring callback. Run on the
+# Orchestrator's or another function's thread, it would act with their rights.
+HOOK_EVENTS = frozenset({"sys.settrace", "sys.setprofile",
+                         "sys.monitoring.register_callback"})
 # libc entry points that write PKRU or copy memory past it.
 REFUSED_SYMBOLS = frozenset({"pkey_set", "pkey_get", "pkey_mprotect", "pkey_alloc",
                              "pkey_free", "process_vm_readv", "process_vm_writev",
@@ -225,22 +255,132 @@ def function_scope(name: str) -> Any:
     return _function_scope(name)
 
 
-def _path_of(argument: Any) -> str | None:
-    if isinstance(argument, bytes):
-        argument = os.fsdecode(argument)
-    return argument if isinstance(argument, str) else None
+class _Unreadable(Exception):
+    """An audit event's path argument the hook cannot read without running its code."""
 
 
-def _make_hook(policy: Policy) -> Callable[[str, tuple[Any, ...]], None]:
-    """The audit hook, bound to ``policy`` by closure."""
-    current, in_domain = _current_function, _in_domain
+_PATHLIB_TYPES = frozenset({pathlib.PurePath, pathlib.PurePosixPath,
+                            pathlib.PureWindowsPath, pathlib.Path, pathlib.PosixPath,
+                            pathlib.WindowsPath})  # their __fspath__ returns a cached str
+
+
+def _path_of(argument: Any, function: str | None = None,
+             pathlib_types: frozenset[type] = _PATHLIB_TYPES) -> str | None:
+    """The path an audit event names, as exact str, without running code of the
+    argument's (a str or bytes subclass's methods, a PathLike's ``__fspath__`` could
+    answer the hook differently from the call it precedes, and run inside the hook).
+    For function code, a path-like other than pathlib's own classes raises
+    :class:`_Unreadable`; for the Orchestrator it is asked (trusted)."""
+    if isinstance(argument, str):
+        return str.__getitem__(argument, slice(None))  # exact copy, no method called
+    if isinstance(argument, (bytes, bytearray)):
+        return os.fsdecode(bytes(memoryview(argument)))
+    if isinstance(argument, os.PathLike):
+        if function is not None and type(argument) not in pathlib_types:
+            raise _Unreadable(type(argument).__qualname__)
+        try:
+            return _path_of(os.fspath(argument))
+        except TypeError:
+            return None
+    return None
+
+
+def _directory_bases() -> list[str]:
+    """Every directory a relative path could be resolved against right now: the working
+    directory and what each open file descriptor names (``dir_fd`` is not in the audit
+    event; the descriptor must be open while the call runs, so it is among these)."""
+    bases = [os.getcwd()]
+    try:
+        descriptors = os.listdir("/proc/self/fd")
+    except OSError:
+        return bases
+    for entry in descriptors:
+        try:
+            target = os.readlink(f"/proc/self/fd/{entry}")
+        except OSError:
+            continue
+        if target.startswith("/"):
+            bases.append(target)
+    return bases
+
+
+def _memory_file(path: str, function: str | None) -> bool:
+    """Whether opening ``path`` could reach a memory file (:data:`_MEMORY_FILES`).
+
+    Resolved as given (symlinks too), and, relative, against every base a ``dir_fd``
+    could name. For function code also by its last component alone: a check and the
+    open it precedes are not atomic (the GIL is released around the open), so another
+    thread can swap a directory or a descriptor in between; the name cannot change."""
     realpath, matches = os.path.realpath, _MEMORY_FILES.match
+    if matches(realpath(path)):
+        return True
+    if function is not None:
+        last = os.path.basename(os.path.normpath(path))
+        if last in _MEMORY_NAMES or _MAP_FILES_ENTRY.match(last):
+            return True
+    if os.path.isabs(path):
+        return False
+    return any(matches(realpath(os.path.join(base, path))) for base in _directory_bases())
+
+
+def _into_kernel_tree(target: str, link: str | None) -> bool:
+    """Whether a symlink to ``target`` (made at ``link``) leads into /proc, /dev or /sys,
+    as written or as resolved now, or names a memory file."""
+    if not os.path.isabs(target) and ".." in target.split("/"):
+        return True  # relative upwards: where it lands depends on where the link is moved
+    spelled = os.path.normpath(target if os.path.isabs(target) or link is None
+                               else os.path.join(os.path.dirname(link), target))
+    resolved = os.path.realpath(spelled)
+    for candidate in (spelled, resolved):
+        if any(candidate == tree or candidate.startswith(tree + "/")
+               for tree in _KERNEL_TREES):
+            return True
+    last = os.path.basename(spelled)
+    return last in _MEMORY_NAMES or bool(_MAP_FILES_ENTRY.match(last))
+
+
+def _make_hook(policy: Policy, owns: Callable[[int], bool] = lambda address: False
+               ) -> Callable[[str, tuple[Any, ...]], None]:
+    """The audit hook, bound to ``policy`` (and what it calls) by closure."""
+    current, in_domain = _current_function, _in_domain
+    memory_file, into_kernel_tree = _memory_file, _into_kernel_tree
+    ctypes_event, frame, trusted = _ctypes_event, sys._getframe, _is_trusted_code
+    process_events, hook_events, gc_events = PROCESS_EVENTS, HOOK_EVENTS, GC_EVENTS
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event == "open":
-            path = _path_of(args[0]) if args else None
-            if path is not None and matches(realpath(path)):
-                raise IsolationViolation(current(), f"opening {path}")
+            function = current()
+            try:
+                path = _path_of(args[0], function) if args else None
+            except _Unreadable as exc:
+                raise IsolationViolation(function, f"opening a path given as a {exc} "
+                                                   "(str, bytes or pathlib only)") from None
+            if path is not None and memory_file(path, function):
+                raise IsolationViolation(function, f"opening {path}")
+        elif event in gc_events:
+            function = current()
+            if function is not None:
+                raise IsolationViolation(function, f"walking the object graph ({event})")
+        elif event in process_events:
+            function = current()
+            if function is not None:
+                raise IsolationViolation(function, f"starting a process ({event})")
+        elif event in hook_events:
+            function = current()
+            if function is not None:
+                raise IsolationViolation(function, f"installing a hook every thread "
+                                                   f"runs ({event})")
+        elif event == "os.symlink" and args:
+            function = current()
+            if function is not None:
+                try:
+                    target = _path_of(args[0], function)
+                    link = _path_of(args[1], function) if len(args) > 1 else None
+                except _Unreadable as exc:
+                    raise IsolationViolation(function, f"a symlink given as a {exc}") \
+                        from None
+                if target is None or into_kernel_tree(target, link):
+                    raise IsolationViolation(function, f"a symlink to {target}")
         elif event == "import" and _is_ffi(args[0] if args else None) and (
                 policy.refuse_ffi or (policy.refuse_ffi_in_functions and current())):
             raise NativeCallRefused(current(), f"importing {args[0]} (it calls any "
@@ -252,7 +392,8 @@ def _make_hook(policy: Policy) -> Callable[[str, tuple[Any, ...]], None]:
                 if why:
                     raise IsolationViolation(current(), why)
         elif event.startswith("ctypes."):
-            _ctypes_event(policy, current(), event, args, not in_domain())
+            ctypes_event(policy, current(), event, args, not in_domain(), frame(1).f_code,
+                         trusted, owns)
 
     return hook
 
@@ -275,10 +416,80 @@ def _drop_ffi_modules() -> None:
         del sys.modules[name]
 
 
+def _trusted_code() -> tuple[Callable[[list[Any]], None], Callable[[Any], bool]]:
+    """Code objects of libraries allowed to touch their own ctypes objects while a
+    function runs (numpy's ``ndarray.ctypes``), registered from outside functions
+    only; kept by identity in a closure (equal code made by a function does not
+    match)."""
+    kept: list[Any] = []
+    ids: set[int] = set()
+
+    def add(codes: list[Any]) -> None:
+        if _current_function() is not None:
+            raise IsolationViolation(_current_function(), "trusting library code")
+        for code in codes:
+            if id(code) not in ids:
+                kept.append(code)
+                ids.add(id(code))
+
+    def trusted(code: Any) -> bool:
+        return id(code) in ids
+
+    return add, trusted
+
+
+_trust_code, _is_trusted_code = _trusted_code()
+
+
+def trust_numpy_ctypes() -> bool:
+    """Let numpy's ``ndarray.ctypes`` helper (``numpy._core._internal._ctypes``: its
+    constructor, ``data``, ``shape_as``, ``strides_as``) make and read its own ctypes
+    objects inside functions: ``array.ctypes.data`` is ordinary numpy. Only accesses
+    raised by those methods' code, at addresses in the calling function's own domain
+    (its own objects), pass; ``data_as`` (a cast, a foreign call) and every access by
+    the function's own code stay refused. Call outside functions, once numpy is
+    imported (``private_heaps.load`` does); True if numpy's helper was found."""
+    internal = sys.modules.get("numpy._core._internal")
+    helper = getattr(internal, "_ctypes", None)
+    if not isinstance(helper, type):
+        return False
+    codes = []
+    for name in ("__init__", "shape_as", "strides_as", "data"):
+        member = helper.__dict__.get(name)
+        member = member.fget if isinstance(member, property) else member
+        code = getattr(member, "__code__", None)
+        if code is not None:
+            codes.append(code)
+    _trust_code(codes)
+    return bool(codes)
+
+
+def _own_memory_reader(slot_reader: Callable[[], int | None]) -> Callable[[int], bool]:
+    """Whether an address lies in the domain the calling thread runs (is inside, or
+    sealed to): arithmetic on the slot table, nothing read."""
+    try:
+        import _faastlane
+    except ImportError:
+        return lambda address: False
+    slot_of = _faastlane.slot_of
+
+    def own(address: int) -> bool:
+        mine = slot_reader()
+        return mine is not None and isinstance(address, int) and slot_of(address) == mine
+
+    return own
+
+
 def _ctypes_event(policy: Policy, function: str | None, event: str,
-                  args: tuple[Any, ...], cache: bool) -> None:
+                  args: tuple[Any, ...], cache: bool, code: Any = None,
+                  trusted: Callable[[Any], bool] = lambda code: False,
+                  owns: Callable[[int], bool] = lambda address: False) -> None:
     if function is not None and policy.refuse_ctypes:
         # Any use at all: with patch 0009 every call and memory access raises one.
+        # Except a trusted library's own objects (numpy's ndarray.ctypes), in the
+        # function's own domain.
+        if event == "ctypes.cdata/access" and args and trusted(code) and owns(args[0]):
+            return
         raise IsolationViolation(function, f"ctypes ({event})")
     if event == "ctypes.dlopen":
         path = _path_of(args[0]) if args else None
@@ -322,9 +533,10 @@ def install(policy: Policy) -> None:
             raise HardeningError("the hardening's audit hook is already installed; "
                                  "its policy cannot be replaced")
         _installed.append(policy)
-        _slot_reader.append(_domain_slot_reader())
-        _follow_domains(_slot_reader[0])
-        sys.addaudithook(_make_hook(policy))
+        slot_reader = _domain_slot_reader()
+        _slot_reader.append(slot_reader)
+        _follow_domains(slot_reader)
+        sys.addaudithook(_make_hook(policy, _own_memory_reader(slot_reader)))
 
 
 def _domain_slot_reader() -> Callable[[], int | None]:
@@ -391,6 +603,27 @@ class Activation:
 
 
 _activations: list[Activation] = []
+_confined = threading.local()  # .done: this thread no longer holds CAP_SYS_PTRACE
+
+
+def confine_thread() -> None:
+    """Make sure the calling thread, about to run function code, holds no
+    ``CAP_SYS_PTRACE`` (capabilities are per thread: :func:`activate` drops it on its
+    own thread and the threads started from there, not on threads that already
+    existed). Cheap after the first call on a thread. Call outside function code,
+    after :func:`activate` (with its seccomp part); a no-op before.
+
+    Raises :class:`HardeningError` if the capability cannot be dropped."""
+    if getattr(_confined, "done", False) or not _activations or \
+            not _activations[0].seccomp:
+        return
+    if seccomp_filter.holds_capability(seccomp_filter.CAP_SYS_PTRACE):
+        try:
+            seccomp_filter.drop_capability(seccomp_filter.CAP_SYS_PTRACE)
+        except (OSError, ImportError) as exc:
+            raise HardeningError(f"cannot drop CAP_SYS_PTRACE on thread "
+                                 f"{threading.current_thread().name}: {exc}") from None
+    _confined.done = True
 
 
 def activate(action_dir: str | os.PathLike[str] | None = None, *,
@@ -436,6 +669,13 @@ def activate(action_dir: str | os.PathLike[str] | None = None, *,
             seccomp_filter.install(program, all_threads=True, dumpable=False)
         except OSError as exc:
             raise HardeningError(f"cannot install the seccomp filter: {exc}") from None
+        try:
+            # Non-dumpable is not enough against root: CAP_SYS_PTRACE overrides it, and
+            # a child (even one exec'ing a fresh interpreter) would read our memory.
+            seccomp_filter.drop_capability(seccomp_filter.CAP_SYS_PTRACE)
+        except OSError as exc:
+            raise HardeningError(f"cannot drop CAP_SYS_PTRACE: {exc}") from None
+        _confined.done = True
     if refuse_ffi and not libraries_ffi:
         _drop_ffi_modules()
         alive = _ffi_types_alive()
@@ -450,6 +690,7 @@ def activate(action_dir: str | os.PathLike[str] | None = None, *,
     install(Policy(gate, waived, refuse_ctypes=refuse_ffi,
                    refuse_ffi=refuse_ffi and not libraries_ffi,
                    refuse_ffi_in_functions=refuse_ffi))
+    trust_numpy_ctypes()
     activation = Activation(gate, tuple(sorted(waived)), refuse_ffi, refuse_ffi and
                             libraries_ffi, seccomp, site,
                             seccomp_filter.REFUSED if seccomp else ())

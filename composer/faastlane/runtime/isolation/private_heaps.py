@@ -143,6 +143,7 @@ class DomainFunction:
         # Both keys set here, outside: inside, the context only replaces a value.
         current.view, current.context = self.environment, None
         self.invocations += 1
+        hardening.confine_thread()  # no CAP_SYS_PTRACE on a thread running its code
         check = _check_due(self)
         start = time.perf_counter()
         # Sealed: the function's code cannot leave its domain or enter another.
@@ -392,6 +393,7 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
         raise domains.IsolationUnavailableError(f"isolation mpk: {exc}") from None
     _warm_shared_state()
     _import_dependencies(root, spec)
+    hardening.trust_numpy_ctypes()  # ndarray.ctypes of its own arrays works inside
     for warning in library_caches.prepare_loaded():
         sys.stderr.write(f"[faastlane] {warning}\n")
     _find_caches()
@@ -426,6 +428,7 @@ def _load_on_own_thread(root: str, fn: DomainFunction, name: str) -> StatesError
     outer = current.view, current.context
     current.view, current.context = fn.environment, None  # its set-up sees its own
     try:
+        hardening.confine_thread()
         return fn.domain.run_sealed(_load_inside, root, fn, name)
     finally:
         current.view, current.context = outer

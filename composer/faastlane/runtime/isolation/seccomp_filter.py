@@ -207,3 +207,72 @@ def install(program: bytes, all_threads: bool = False, dumpable: bool = True) ->
         code = ctypes.get_errno()
         raise OSError(code, f"seccomp(SET_MODE_FILTER, flags={flags}) failed: "
                             f"{os.strerror(code) if code else f'thread {result} differs'}")
+
+
+CAP_SYS_PTRACE = 19
+_PR_CAPBSET_READ = 23
+_PR_CAPBSET_DROP = 24
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def thread_capabilities(status: str = "/proc/thread-self/status") -> dict[str, int]:
+    """The calling thread's capability sets (``CapEff``, ``CapPrm``, ``CapBnd``, ...),
+    read from procfs: capabilities are per thread."""
+    sets: dict[str, int] = {}
+    with open(status, encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("Cap"):
+                name, _, value = line.partition(":")
+                sets[name] = int(value.strip(), 16)
+    return sets
+
+
+def holds_capability(capability: int = CAP_SYS_PTRACE) -> bool:
+    """Whether the calling thread still has ``capability`` in its effective, permitted
+    or bounding set."""
+    sets = thread_capabilities()
+    return any(sets.get(name, 0) >> capability & 1 for name in ("CapEff", "CapPrm", "CapBnd"))
+
+
+def drop_capability(capability: int = CAP_SYS_PTRACE) -> None:
+    """Drop ``capability`` from the calling thread's bounding set (when it may:
+    ``CAP_SETPCAP``), and from its effective, permitted and inheritable sets (always
+    allowed; this also clears it from the ambient set). Threads and processes the
+    thread starts inherit the result; other threads keep theirs (capabilities are per
+    thread). ``CAP_SYS_PTRACE`` is what lets a process read another's
+    ``/proc/<pid>/mem`` although the target is non-dumpable.
+
+    OSError if the capability is still held afterwards. ctypes is imported here, as in
+    :func:`install`."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                           ctypes.c_ulong]
+    if libc.prctl(_PR_CAPBSET_READ, capability, 0, 0, 0) == 1:
+        # EPERM without CAP_SETPCAP: then exec cannot regain it either (no_new_privs).
+        libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    header = Header(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (Data * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"capget failed: {os.strerror(code)}")
+    word, bit = divmod(capability, 32)
+    mask = ~(1 << bit) & 0xFFFFFFFF
+    data[word].effective &= mask
+    data[word].permitted &= mask
+    data[word].inheritable &= mask
+    if libc.capset(ctypes.byref(header), data) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"capset failed: {os.strerror(code)}")
+    sets = thread_capabilities()
+    if any(sets.get(name, 0) >> capability & 1 for name in ("CapEff", "CapPrm")):
+        raise OSError(errno.EPERM, f"capability {capability} is still held")
