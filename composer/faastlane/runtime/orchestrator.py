@@ -18,9 +18,9 @@ from typing import Any
 from .asl.errors import RUNTIME, StatesError, error_object, unexpected_cause
 from .asl.model import Machine
 from .engine.execution import Execution
-from .engine.functions import FunctionRegistry, FunctionSpec, Invocable
+from .engine.functions import FunctionRegistry, FunctionSpec, Invocable, NoSandboxes
 from .interpreter.states import run_machine
-from .options import MPK, Options, sandboxed_functions
+from .options import MPK, PROCESS_ISOLATION, Options, sandboxed_functions
 from .parallel.forkpool import ForkPool, marked_functions, untrusted_functions
 from .parallel.sections import Sections
 from .parallel.spill import Spiller
@@ -101,7 +101,10 @@ class Orchestrator:
                           if isolated else None)
         if self.sandboxes is not None:
             self.sandboxes.warm()
-        self.functions = FunctionRegistry(root, functions, _load_private, self.sandboxes)
+        sandboxed = self.sandboxes if self.sandboxes is not None else (
+            NoSandboxes() if self.options.isolation == PROCESS_ISOLATION
+            and not self.options.processes_only else None)
+        self.functions = FunctionRegistry(root, functions, _load_private, sandboxed)
         self.functions.preload(private=self.options.isolation == MPK,
                                kept_escapes=self.options.kept_escapes)
         # Warm workers for Parallel/Map, forked now that every module is imported.

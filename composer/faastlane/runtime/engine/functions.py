@@ -285,6 +285,18 @@ class Sandboxed(Protocol):
              ) -> dict[str, Any]: ...
 
 
+class NoSandboxes:
+    """Process isolation where no function is isolated (faastlane.json marks every one
+    trusted): all run as threads, none is forked per call."""
+
+    def holds(self, function: str) -> bool:
+        return False
+
+    def call(self, function: str, request: dict[str, Any], limit: float | None
+             ) -> dict[str, Any]:
+        raise StatesError(RUNTIME, f"function '{function}' has no sandbox")
+
+
 class FunctionRegistry:
     """Every function of a workflow, pre-imported when the Orchestrator loads.
 
