@@ -253,6 +253,17 @@ def drop_capability(capability: int = CAP_SYS_PTRACE) -> None:
         # EPERM without CAP_SETPCAP: then exec cannot regain it either (no_new_privs).
         libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0)
 
+    clear_capabilities(1 << capability)
+    sets = thread_capabilities()
+    if any(sets.get(name, 0) >> capability & 1 for name in ("CapEff", "CapPrm")):
+        raise OSError(errno.EPERM, f"capability {capability} is still held")
+
+
+def clear_capabilities(mask: int = -1) -> None:
+    """Clear the capabilities of ``mask`` (bit N: capability N; default all) from the
+    calling thread's effective, permitted and inheritable sets (always allowed)."""
+    import ctypes
+
     class Header(ctypes.Structure):
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
@@ -260,19 +271,17 @@ def drop_capability(capability: int = CAP_SYS_PTRACE) -> None:
         _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
                     ("inheritable", ctypes.c_uint32)]
 
+    libc = ctypes.CDLL(None, use_errno=True)
     header = Header(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (Data * 2)()
     if libc.capget(ctypes.byref(header), data) != 0:
         code = ctypes.get_errno()
         raise OSError(code, f"capget failed: {os.strerror(code)}")
-    word, bit = divmod(capability, 32)
-    mask = ~(1 << bit) & 0xFFFFFFFF
-    data[word].effective &= mask
-    data[word].permitted &= mask
-    data[word].inheritable &= mask
+    for word in (0, 1):
+        keep = ~(mask >> (32 * word)) & 0xFFFFFFFF
+        data[word].effective &= keep
+        data[word].permitted &= keep
+        data[word].inheritable &= keep
     if libc.capset(ctypes.byref(header), data) != 0:
         code = ctypes.get_errno()
         raise OSError(code, f"capset failed: {os.strerror(code)}")
-    sets = thread_capabilities()
-    if any(sets.get(name, 0) >> capability & 1 for name in ("CapEff", "CapPrm")):
-        raise OSError(errno.EPERM, f"capability {capability} is still held")

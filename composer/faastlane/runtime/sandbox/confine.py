@@ -43,7 +43,6 @@ _PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
 _PR_CAP_AMBIENT = 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
-_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 
 def _libc():  # noqa: ANN202 - ctypes is loaded only where it is used
@@ -78,7 +77,7 @@ def close_fds_except(keep: Iterable[int]) -> None:
 
 def drop_capabilities() -> None:
     """Drop every capability, for good (see the module's docstring)."""
-    ctypes, libc = _libc()
+    _, libc = _libc()
     try:
         with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as handle:
             last = int(handle.read())
@@ -87,19 +86,7 @@ def drop_capabilities() -> None:
     for cap in range(last + 1):
         libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # EPERM without CAP_SETPCAP: none to drop
     libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                    ("inheritable", ctypes.c_uint32)]
-
-    header = Header(_LINUX_CAPABILITY_VERSION_3, 0)
-    data = (Data * 2)()
-    if libc.capset(ctypes.byref(header), data) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, f"capset: {os.strerror(code)}")
+    seccomp_filter.clear_capabilities()
 
 
 def limit_memory(memory_mb: int | None) -> None:

@@ -102,11 +102,7 @@ def serve(listener: socket.socket, root: str, spec: FunctionSpec,
         while True:
             for key, _ in selector.select():
                 if key.fileobj is listener:
-                    connection, _ = listener.accept()
-                    if wire.peer_allowed(connection, trusted_filters):
-                        selector.register(connection, selectors.EVENT_READ)
-                    else:
-                        connection.close()
+                    wire.admit(listener, selector, trusted_filters)
                     continue
                 connection = key.fileobj  # type: ignore[assignment]
                 try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import marshal
+import selectors
 import socket
 import struct
 from typing import Any
@@ -114,6 +115,17 @@ def peer_allowed(sock: socket.socket, trusted_filters: int) -> bool:
         return seccomp_filters(peer_pid(sock)) <= trusted_filters
     except (OSError, ValueError):
         return False  # gone already, or unreadable: refused
+
+
+def admit(listener: socket.socket, selector: selectors.BaseSelector,
+          trusted_filters: int) -> None:
+    """Accept one connection on ``listener``: watched by ``selector`` if the peer is
+    allowed (:func:`peer_allowed`), closed at once if not."""
+    connection, _ = listener.accept()
+    if peer_allowed(connection, trusted_filters):
+        selector.register(connection, selectors.EVENT_READ)
+    else:
+        connection.close()
 
 
 def close_quietly(sock: socket.socket | None) -> None:

@@ -74,11 +74,7 @@ class Zygote:
         while True:
             for key, _ in selector.select(_REAP_INTERVAL):
                 if key.fileobj is self.control:
-                    connection, _ = self.control.accept()
-                    if wire.peer_allowed(connection, self.trusted_filters):
-                        selector.register(connection, selectors.EVENT_READ)
-                    else:
-                        connection.close()
+                    wire.admit(self.control, selector, self.trusted_filters)
                     continue
                 connection = key.fileobj  # type: ignore[assignment]
                 try:
