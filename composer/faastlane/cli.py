@@ -26,6 +26,8 @@ from faastlane.compose.action import check_app, compose, warn
 from faastlane.compose.app import load_app
 from faastlane.deploy.commands import COMMANDS as DEPLOY_COMMANDS
 from faastlane.deploy.commands import register as register_deploy
+from faastlane.graph.commands import COMMANDS as GRAPH_COMMANDS
+from faastlane.graph.commands import register as register_graph
 from faastlane.inspect.commands import COMMANDS as INSPECT_COMMANDS
 from faastlane.inspect.commands import register as register_inspect
 from faastlane.runtime.platforms import shutdown
@@ -90,6 +92,7 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
                      help="compose into DIR and keep it (default: a temporary folder)")
     add_planning(run)
     register_deploy(commands, add_planning)
+    register_graph(commands, add_planning)
     register_inspect(commands)
     for plugin in plugins:
         plugin.register(commands)
@@ -209,7 +212,8 @@ def _drop_stdout() -> None:
 
 
 _COMMANDS: dict[str, Handler] = {"validate": cmd_validate, "compose": cmd_compose,
-                                  "run": cmd_run, **DEPLOY_COMMANDS, **INSPECT_COMMANDS}
+                                  "run": cmd_run, **DEPLOY_COMMANDS, **INSPECT_COMMANDS,
+                                  **GRAPH_COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
