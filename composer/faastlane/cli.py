@@ -31,6 +31,8 @@ from faastlane.graph.commands import register as register_graph
 from faastlane.inspect.commands import COMMANDS as INSPECT_COMMANDS
 from faastlane.inspect.commands import register as register_inspect
 from faastlane.runtime.platforms import shutdown
+from faastlane.serve.commands import COMMANDS as SERVE_COMMANDS
+from faastlane.serve.commands import register as register_serve
 
 from . import __version__
 from .cli_options import add_input, add_planning, planning, read_input
@@ -93,6 +95,7 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
     add_planning(run)
     register_deploy(commands, add_planning)
     register_graph(commands, add_planning)
+    register_serve(commands, add_planning)
     register_inspect(commands)
     for plugin in plugins:
         plugin.register(commands)
@@ -213,7 +216,7 @@ def _drop_stdout() -> None:
 
 _COMMANDS: dict[str, Handler] = {"validate": cmd_validate, "compose": cmd_compose,
                                   "run": cmd_run, **DEPLOY_COMMANDS, **INSPECT_COMMANDS,
-                                  **GRAPH_COMMANDS}
+                                  **GRAPH_COMMANDS, **SERVE_COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

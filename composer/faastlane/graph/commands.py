@@ -6,8 +6,9 @@ import argparse
 import os
 from collections.abc import Callable
 
+from faastlane.app_source import load
 from faastlane.cli_options import planning
-from faastlane.compose.action import Composition, prepare
+from faastlane.compose.action import Composition
 from faastlane.errors import FaastlaneError
 
 from .layout import layout
@@ -44,11 +45,6 @@ def register(commands: argparse._SubParsersAction,
                        help="a timeline written by `faastlane run --trace FILE`: each "
                             "state's measured time is drawn on it")
     add_planning(graph)
-
-
-def load(app: str, planning: dict) -> Composition:
-    """The app, validated and planned as ``faastlane compose`` plans it."""
-    return prepare(app, **planning)
 
 
 def graph_of(composition: Composition, trace: str | None = None) -> Graph:
