@@ -31,6 +31,8 @@ from faastlane.graph.commands import register as register_graph
 from faastlane.inspect.commands import COMMANDS as INSPECT_COMMANDS
 from faastlane.inspect.commands import register as register_inspect
 from faastlane.runtime.platforms import shutdown
+from faastlane.scaffold.commands import COMMANDS as INIT_COMMANDS
+from faastlane.scaffold.commands import register as register_init
 from faastlane.serve.commands import COMMANDS as SERVE_COMMANDS
 from faastlane.serve.commands import register as register_serve
 
@@ -96,6 +98,7 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
     register_deploy(commands, add_planning)
     register_graph(commands, add_planning)
     register_serve(commands, add_planning)
+    register_init(commands)
     register_inspect(commands)
     for plugin in plugins:
         plugin.register(commands)
@@ -216,7 +219,8 @@ def _drop_stdout() -> None:
 
 _COMMANDS: dict[str, Handler] = {"validate": cmd_validate, "compose": cmd_compose,
                                   "run": cmd_run, **DEPLOY_COMMANDS, **INSPECT_COMMANDS,
-                                  **GRAPH_COMMANDS, **SERVE_COMMANDS}
+                                  **GRAPH_COMMANDS, **SERVE_COMMANDS,
+                                  **INIT_COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
