@@ -25,6 +25,8 @@ from faastlane.runtime.platforms.shutdown import descendants
 from .apps import ROOT, chain, task, write_app
 
 COUNT = """
+import os
+
 calls = 0
 
 
@@ -33,6 +35,8 @@ def handler(event, context):
     calls += 1
     if event.get("fail"):
         raise OrderRejected("card declined")
+    if event.get("crash"):
+        os._exit(3)
     return {"calls": calls, "request": len(context.aws_request_id), **event}
 
 
@@ -71,7 +75,9 @@ def served(tmp_path: Path) -> Iterator[Served]:
         process = subprocess.Popen(
             [sys.executable, "-m", "faastlane", "serve", str(app), "--port", "0"],
             cwd=ROOT, stderr=stderr, stdout=subprocess.DEVNULL,
-            env={**os.environ, "TMPDIR": str(scratch)})
+            env={**os.environ, "TMPDIR": str(scratch)},
+            # As `faastlane serve APP &` starts it from a script: SIGINT ignored.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         yield Served(process, _wait_for_url(log, process), scratch, log)
     finally:
@@ -152,3 +158,14 @@ def test_a_signal_stops_it_leaving_no_process_or_file(served: Served, signum: in
     assert served.process.wait(30) == 128 + signum
     assert not any(os.path.exists(f"/proc/{pid}") for pid in children)
     assert list(served.scratch.iterdir()) == []
+
+
+def test_a_call_that_kills_the_orchestrator_fails_and_the_next_starts_it_again(
+        served: Served) -> None:
+    client = _lambda(served.url)
+    assert json.loads(client.invoke(FunctionName="orders")["Payload"].read())["calls"] == 1
+    crashed = client.invoke(FunctionName="orders", Payload=b'{"crash": true}')
+    assert crashed["FunctionError"] == "Unhandled"
+    assert json.loads(crashed["Payload"].read())["errorType"] == "Runtime.ExitError"
+    again = client.invoke(FunctionName="orders")  # a fresh Orchestrator: a cold start
+    assert json.loads(again["Payload"].read())["calls"] == 1

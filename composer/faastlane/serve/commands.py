@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -43,6 +44,9 @@ def register(commands: argparse._SubParsersAction,
 def cmd_serve(args: argparse.Namespace) -> int:
     from faastlane.cli import _scratch_parent  # where `faastlane run` composes, and why
 
+    # Ctrl-C stops the server even when started where SIGINT is ignored (`cmd &` in a
+    # script): a server is stopped by a signal, not by its input ending.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if not 0 <= args.port <= 65535:
         raise FaastlaneError(f"--port {args.port}: give 0-65535")
     composition = load(args.app, planning(args))
