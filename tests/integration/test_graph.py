@@ -124,3 +124,34 @@ def test_bad_output_and_trace_are_one_line_errors(tmp_path: Path) -> None:
     bad.write_text('{"trace": "faastlane"}\nnot json\n')
     done = faastlane("graph", FINRA, "-o", str(tmp_path / "f.svg"), "--trace", str(bad))
     assert done.code == 2 and f"{bad}:2: not a trace line" in done.stderr
+
+
+def test_a_step_functions_execution_history_is_drawn_too(tmp_path: Path) -> None:
+    app = tmp_path / "orders"
+    assert faastlane("init", str(app)).code == 0
+
+    def event(number: int, kind: str, at: str, name: str | None = None) -> dict:
+        found = {"id": number, "type": kind, "timestamp": at}
+        if name and kind.endswith("Entered"):
+            found["stateEnteredEventDetails"] = {"name": name, "input": "{}"}
+        elif name:
+            found["stateExitedEventDetails"] = {"name": name, "output": "{}"}
+        return found
+
+    # As `aws stepfunctions get-execution-history` prints it.
+    history = {"events": [
+        event(1, "ExecutionStarted", "2026-11-25T08:00:00.000000+00:00"),
+        event(2, "TaskStateEntered", "2026-11-25T08:00:00.010000+00:00", "ValidateOrder"),
+        event(3, "TaskStateExited", "2026-11-25T08:00:00.260000+00:00", "ValidateOrder"),
+        event(4, "ChoiceStateEntered", "2026-11-25T08:00:00.261000+00:00", "IsLarge"),
+        event(5, "ChoiceStateExited", "2026-11-25T08:00:00.263000+00:00", "IsLarge"),
+        event(6, "ExecutionSucceeded", "2026-11-25T08:00:00.400000+00:00"),
+    ]}
+    (tmp_path / "history.json").write_text(json.dumps(history, indent=2))
+    out = tmp_path / "aws.svg"
+    done = faastlane("graph", str(app), "-o", str(out), "--trace",
+                     str(tmp_path / "history.json"))
+    assert done.code == 0, done.stderr
+    texts = _texts(out)
+    assert "250.0 ms" in texts and "2.0 ms" in texts
+    assert any(t.endswith("traced run: 400.0 ms end to end") for t in texts)

@@ -42,8 +42,9 @@ def register(commands: argparse._SubParsersAction,
     graph.add_argument("-o", "--output", required=True, metavar="FILE",
                        help="the picture to write: FILE.svg, .png, .mmd or .dot")
     graph.add_argument("--trace", metavar="FILE",
-                       help="a timeline written by `faastlane run --trace FILE`: each "
-                            "state's measured time is drawn on it")
+                       help="a timeline written by `faastlane run --trace FILE`, or a Step "
+                            "Functions execution history (aws stepfunctions "
+                            "get-execution-history): each state's measured time is drawn")
     add_planning(graph)
 
 
