@@ -37,6 +37,33 @@ def _check(scene: Scene) -> None:
     for box in scene.nodes + scene.clusters:
         assert 0 <= box.x and box.x + box.w <= scene.width
         assert 0 <= box.y and box.y + box.h <= scene.height
+    for route in scene.routes:  # an edge crosses no box but its own ends and clusters
+        ends = {route.edge.source, route.edge.target}   # around it
+        for box in scene.nodes + scene.clusters:
+            if box.item is None or box.item.id in ends or _around(box, route.points):
+                continue
+            for a, b in zip(route.points, route.points[1:]):
+                assert not _crosses(a, b, box), (route.edge, box.item.id)
+
+
+def _around(box: Box, points: list[tuple[float, float]]) -> bool:
+    return all(box.x <= x <= box.x + box.w and box.y <= y <= box.y + box.h for x, y in points)
+
+
+def _crosses(a: tuple[float, float], b: tuple[float, float], box: Box) -> bool:
+    """Whether segment ab enters the box's interior (Liang-Barsky clipping)."""
+    low, high = 0.0, 1.0
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    for p, q in ((-dx, a[0] - box.x - 0.5), (dx, box.x + box.w - 0.5 - a[0]),
+                 (-dy, a[1] - box.y - 0.5), (dy, box.y + box.h - 0.5 - a[1])):
+        if p == 0:
+            if q < 0:
+                return False
+        elif p < 0:
+            low = max(low, q / p)
+        else:
+            high = min(high, q / p)
+    return low < high
 
 
 @pytest.mark.parametrize("example", ["finra", "ml-predict", "healthcare", "sentiment"])

@@ -407,18 +407,32 @@ def _route(edge: Edge, chain: list[_Vertex], tops: list[float], heights: list[fl
            back: bool, down: dict[str, list[str]], up: dict[str, list[str]],
            vertices: dict[str, _Vertex]) -> Route:
     head, tail = chain[0], chain[-1]
-    points: list[Point] = [(_port(head, chain[1], down[head.id], vertices), head.y + head.h)]
+    start = _port(head, chain[1], down[head.id], vertices)
+    # Straight down to the bottom of the source's layer and straight into the target's
+    # from the top of its layer: bends only between layers, where no box is.
+    points: list[Point] = [(start, head.y + head.h),
+                           (start, tops[head.layer] + heights[head.layer])]
     label_box = None
     for dummy in chain[1:-1]:
         x = dummy.x - dummy.w / 2 + 2 if dummy.label else dummy.x
         points += [(x, tops[dummy.layer]), (x, tops[dummy.layer] + heights[dummy.layer])]
         if dummy.label:
             label_box = Box(dummy.x - dummy.w / 2 + 6, dummy.y, dummy.w - 6, dummy.h)
-    points.append((_port(tail, chain[-2], up[tail.id], vertices), tail.y))
-    route = Route(edge, points, chain_label(chain), label_box, back)
+    end = _port(tail, chain[-2], up[tail.id], vertices)
+    points += [(end, tops[tail.layer]), (end, tail.y)]
+    route = Route(edge, _distinct(points), chain_label(chain), label_box, back)
     if back:
         route.points.reverse()
     return route
+
+
+def _distinct(points: list[Point]) -> list[Point]:
+    """The points without repeats (a box as tall as its layer adds none)."""
+    kept = [points[0]]
+    for point in points[1:]:
+        if point != kept[-1]:
+            kept.append(point)
+    return kept
 
 
 def chain_label(chain: list[_Vertex]) -> list[str]:
