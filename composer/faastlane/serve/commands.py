@@ -32,8 +32,7 @@ def register(commands: argparse._SubParsersAction,
                     "for `wsk -i --apihost`. One log line per call on stderr. Example: "
                     "faastlane serve examples/finra --port 9000, then aws lambda invoke "
                     "--endpoint-url http://127.0.0.1:9000 --function-name finra "
-                    "--cli-binary-format raw-in-base64-out --payload "
-                    "file://examples/finra/input.json out.json")
+                    "--payload fileb://examples/finra/input.json out.json")
     serve.add_argument("app", metavar="APP", help="the app folder")
     serve.add_argument("--port", type=int, default=3001, metavar="N",
                        help="the port on 127.0.0.1 (default 3001, as sam local "
