@@ -30,7 +30,6 @@ from faastlane.graph.commands import COMMANDS as GRAPH_COMMANDS
 from faastlane.graph.commands import register as register_graph
 from faastlane.inspect.commands import COMMANDS as INSPECT_COMMANDS
 from faastlane.inspect.commands import register as register_inspect
-from faastlane.runtime.platforms import shutdown
 from faastlane.scaffold.commands import COMMANDS as INIT_COMMANDS
 from faastlane.scaffold.commands import register as register_init
 from faastlane.serve.commands import COMMANDS as SERVE_COMMANDS
@@ -39,6 +38,8 @@ from faastlane.serve.commands import register as register_serve
 from . import __version__
 from .cli_options import add_input, add_planning, planning, read_input
 from .errors import FaastlaneError, InvalidWorkflow
+from .local_action import scratch_parent as _scratch_parent
+from .local_action import stop as _stop
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -134,15 +135,6 @@ def cmd_compose(args: argparse.Namespace) -> int:
     return 0
 
 
-def _scratch_parent() -> str | None:
-    """Where a run's temporary action goes: ``$TMPDIR`` if set, else not under /tmp,
-    which functions in sandboxes may write (as on Lambda), but the action's code they
-    must not (runtime.sandbox)."""
-    if os.environ.get("TMPDIR") or not os.access("/var/tmp", os.W_OK):
-        return None
-    return "/var/tmp"
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     text = read_input(args)
     with tempfile.TemporaryDirectory(prefix="faastlane-run-", dir=_scratch_parent()) as scratch:
@@ -188,24 +180,6 @@ def _run_action(command: list[str]) -> int:
     except BaseException:
         _stop(process)
         raise
-
-
-def _stop(process: subprocess.Popen, grace_seconds: float = 5.0) -> None:
-    """SIGTERM the Orchestrator (its handler stops what it started); whatever is left
-    after the grace period is killed, its descendants first."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(grace_seconds)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-    for pid in [*shutdown.descendants(process.pid), process.pid]:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    process.wait()
 
 
 def _drop_stdout() -> None:

@@ -14,6 +14,7 @@ from faastlane.app_source import load
 from faastlane.cli_options import planning
 from faastlane.compose.action import write_action
 from faastlane.errors import FaastlaneError
+from faastlane.local_action import scratch_parent
 
 from .endpoint import LocalEndpoint
 from .openwhisk_api import PREFIX
@@ -41,8 +42,6 @@ def register(commands: argparse._SubParsersAction,
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from faastlane.cli import _scratch_parent  # where `faastlane run` composes, and why
-
     # Ctrl-C stops the server even when started where SIGINT is ignored (`cmd &` in a
     # script): a server is stopped by a signal, not by its input ending.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -50,7 +49,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise FaastlaneError(f"--port {args.port}: give 0-65535")
     composition = load(args.app, planning(args))
     name = composition.app.name
-    with tempfile.TemporaryDirectory(prefix="faastlane-serve-", dir=_scratch_parent()) as scratch:
+    with tempfile.TemporaryDirectory(prefix="faastlane-serve-", dir=scratch_parent()) as scratch:
         action = write_action(composition, os.path.join(scratch, "action"))
         try:
             workflow = WarmWorkflow(name, action)

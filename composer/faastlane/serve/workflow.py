@@ -9,6 +9,7 @@ import sys
 import threading
 from typing import Any
 
+from faastlane.local_action import stop
 from faastlane.runtime.platforms.action_server import Launcher, ProtocolError
 
 CHILD = (sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -59,7 +60,5 @@ class WarmWorkflow:
 
 
 def _stop(launcher: Launcher) -> None:
-    from faastlane.cli import _stop as stop_process  # as `faastlane run` stops its action
-
-    stop_process(launcher.process, STOP_GRACE_SECONDS)
+    stop(launcher.process, STOP_GRACE_SECONDS)  # as `faastlane run` stops its action
     launcher.stop()
