@@ -155,3 +155,15 @@ def test_a_step_functions_execution_history_is_drawn_too(tmp_path: Path) -> None
     texts = _texts(out)
     assert "250.0 ms" in texts and "2.0 ms" in texts
     assert any(t.endswith("traced run: 400.0 ms end to end") for t in texts)
+
+
+def test_the_planning_options_change_the_placements_drawn(tmp_path: Path) -> None:
+    spill, forks = tmp_path / "spill.mmd", tmp_path / "forks.mmd"
+    assert faastlane("graph", FINRA, "-o", str(spill), "--vcpus", "1",
+                     "--max-containers", "4").code == 0
+    text = spill.read_text()
+    assert "2 branches in processes, extra containers when wide" in text
+    assert faastlane("graph", FINRA, "-o", str(forks), "--processes-only").code == 0
+    text = forks.read_text()
+    assert "FetchPortfolioData<br/>forked process" in text
+    assert "sandboxed process" not in text
