@@ -118,6 +118,15 @@ def test_boto3_invoke_is_warm_across_calls_and_reports_errors(served: Served) ->
     assert client.invoke(FunctionName=arn, InvocationType="Event")["StatusCode"] == 202
     with pytest.raises(client.exceptions.ResourceNotFoundException, match="Function not found"):
         client.invoke(FunctionName="nope")
+    request = urllib.request.Request(f"{served.url}/2015-03-31/functions/nope/invocations",
+                                     data=b"{}", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(request, timeout=10)
+    assert raised.value.code == 404
+    assert raised.value.headers["x-amzn-ErrorType"] == "ResourceNotFoundException"
+    assert json.loads(raised.value.read()) == {
+        "Type": "User",
+        "Message": "Function not found: arn:aws:lambda:us-east-1:000000000000:function:nope"}
     log = served.log.read_text()
     assert "POST /2015-03-31/functions/orders/invocations lambda 200" in log
     assert "POST /2015-03-31/functions/nope/invocations lambda 404" in log

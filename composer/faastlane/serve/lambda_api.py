@@ -39,7 +39,7 @@ def _json(status: int, value: object, **headers: str) -> Answer:
 
 
 def _error(status: int, kind: str, message: str) -> Answer:
-    return _json(status, {"Type": "User", "message": message}, **{"x-amzn-ErrorType": kind})
+    return _json(status, {"Type": "User", "Message": message}, **{"x-amzn-ErrorType": kind})
 
 
 def function_name(raw: str) -> str:
