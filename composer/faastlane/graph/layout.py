@@ -305,14 +305,13 @@ def _positions(rows: list[list[_Vertex]], down: dict[str, list[str]],
             vertex.x = x
     for sweep in range(POSITION_PASSES):
         order = rows if sweep % 2 == 0 else rows[::-1]
-        links = up if sweep % 2 == 0 else down
+        links, other = (up, down) if sweep % 2 == 0 else (down, up)
         for row in order:
             desired = []
             for vertex in row:
                 linked = [vertices[n].x for n in links.get(vertex.id, ())]
-                if sweep >= POSITION_PASSES - 2:  # last passes: both sides
-                    linked += [vertices[n].x for n in (down if links is up else up)
-                               .get(vertex.id, ())]
+                if sweep >= POSITION_PASSES - 2:  # the last passes: both sides
+                    linked += [vertices[n].x for n in other.get(vertex.id, ())]
                 desired.append(sum(linked) / len(linked) if linked else vertex.x)
             for vertex, x in zip(row, _place(row, desired)):
                 vertex.x = x

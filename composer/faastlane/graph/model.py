@@ -20,7 +20,6 @@ from faastlane.runtime.asl.model import (
     Parallel,
     Retrier,
     State,
-    Succeed,
     Task,
 )
 from faastlane.runtime.parallel.protocol import state_keys
@@ -198,8 +197,6 @@ class _Builder:
                 node.lines.append(_retry_line(state.retry))
         elif isinstance(state, Fail) and state.error:
             node.lines.append(state.error)
-        elif isinstance(state, Succeed):
-            pass
         return node
 
     def cluster(self, state: Parallel | Map, key: str, placement: str | None) -> Cluster:
