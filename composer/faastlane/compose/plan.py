@@ -88,6 +88,14 @@ def _machines(state: Parallel | Map) -> tuple[Machine, ...]:
     return state.branches if isinstance(state, Parallel) else (state.iterator,)
 
 
+def _only_sandboxed(state: Parallel | Map, isolated: frozenset[str]) -> bool:
+    """Whether every Task of a section calls a function named in ``isolated`` (the
+    runtime's rule in parallel/sections.py, from the plan's side)."""
+    tasks = [s for m in _machines(state) for s in walk_states(m) if isinstance(s, Task)]
+    return bool(tasks) and all(t.function is not None and t.function in isolated
+                               for t in tasks)
+
+
 def decide(state: Parallel | Map, vcpus: int, max_containers: int, parallel: str,
            nested: bool, costs: HandoffCosts | None = None) -> tuple[str, str]:
     """A Parallel/Map state's placement and the reason for it.
@@ -194,6 +202,15 @@ def _describe(state: State, options: Options, decided: tuple[str, str] | None,
             if state.max_concurrency:
                 entry["max_concurrency"] = state.max_concurrency
         entry["placement"], entry["reason"] = decided or (PROCESSES, "not planned")
+        if entry["placement"] != THREADS and _only_sandboxed(state, isolated):
+            # As the runtime decides it (parallel/sections.py), where it does not spill.
+            local = ("on the Orchestrator's threads: every function it calls runs in its "
+                     "own sandbox, which gives the parallelism (a worker process would "
+                     "only add a hand-off)")
+            if entry["placement"] == PROCESSES:
+                entry["placement"], entry["reason"] = THREADS, local
+            else:
+                entry["reason"] += f"; a group kept in this container runs {local}"
         if entry["placement"] == CONTAINERS:
             entry["max_containers"] = options.max_containers
             # The runtime reads these back (remote.py) to choose how many containers.
