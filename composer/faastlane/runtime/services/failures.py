@@ -3,8 +3,8 @@
 Retry and Catch match these names, so they follow what AWS reports (LocalStack's
 recorded snapshots of the service tasks, tests/aws/services/stepfunctions/v2/services):
 
-- optimised integrations: ``<Service>.<Code>`` with ``Exception`` appended when the code
-  lacks it (``DynamoDB.ConditionalCheckFailedException``, ``SNS.NotFoundException``,
+- optimised integrations: ``<Service>.<Exception>``, the API's modelled exception or
+  else its error code, with ``Exception`` appended when it lacks it (``DynamoDB.ConditionalCheckFailedException``, ``SNS.NotFoundException``,
   ``SNS.InvalidParameterException``), the cause ``<message> (Service: AmazonSNS; Status
   Code: 404; Error Code: NotFound; Request ID: ...; Proxy: null)``;
 - ``aws-sdk``: ``<Service>.<ExceptionClass>`` named after the AWS SDK for Java v2
@@ -79,7 +79,10 @@ def _client_error(integration: Integration, class_name: str, response: dict[str,
     status, request_id = meta.get("HTTPStatusCode"), meta.get("RequestId", "")
     if not integration.sdk:
         prefix, label = _OPTIMISED[integration.service]
-        name = f"{prefix}.{_exception(code.rsplit('.', 1)[-1])}"
+        # The API's modelled exception (SQS's AWS.SimpleQueueService.NonExistentQueue is
+        # QueueDoesNotExist), else the code, as the AWS SDK for Java v1 names them.
+        modelled = class_name if class_name != "ClientError" else code.rsplit(".", 1)[-1]
+        name = f"{prefix}.{_exception(modelled)}"
         cause = (f"{message} (Service: {label}; Status Code: {status}; Error Code: {code}; "
                  f"Request ID: {request_id}; Proxy: null)")
         return StatesError(name, cause)
