@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..asl.errors import RUNTIME, StatesError
+from ..asl.model import Machine, Task, walk_states
 from ..engine import trace
 from ..engine.execution import Execution
 from . import clients, failures, responses, shapes
@@ -26,6 +27,14 @@ PLACEMENT = "orchestrator"  # where a service call runs, in plan.json and the tr
 def integration_of(resource: str) -> Integration:
     """The (validated) integration a Task's Resource names."""
     return parse(resource)
+
+
+def services_of(machine: Machine) -> frozenset[str]:
+    """The boto3 clients a machine's service integrations use."""
+    return frozenset(integration_of(s.integration).boto3_service
+                     for s in walk_states(machine)
+                     if isinstance(s, Task) and s.integration is not None
+                     and not integration_of(s.integration).in_process)
 
 
 def call(resource: str, parameters: Any, execution: Execution, state_name: str,

@@ -8,28 +8,34 @@ elsewhere an action that needs it must ship it. Without it a call fails with a c
 Clients are made from the Orchestrator's own environment (credentials, region, and the
 endpoint boto3 reads itself from ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>``),
 never a function's: service calls run on the Orchestrator's threads. One client per
-service, process and thread: a boto3 session is not thread-safe, and a forked worker
-must not share its parent's connections.
+service and process, shared by its threads (boto3's clients are thread-safe, its
+sessions are not: clients are made under a lock); a forked worker makes its own, never
+using its parent's connections. :func:`warm` makes them when the action loads, as a
+warm container would have them.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from ..asl.errors import RUNTIME, StatesError
 
 DEFAULT_REGION = "us-east-1"  # when nothing configures one (as lambda_context.REGION)
 
-
-class _PerThread(threading.local):
-    pid: int = -1
-    session: Any = None
-    clients: dict[str, Any]
+_lock = threading.Lock()
+_made: dict[str, Any] = {}
+_state: dict[str, Any] = {"pid": None, "session": None}
 
 
-_LOCAL = _PerThread()
+def _forked() -> None:
+    global _lock
+    _lock = threading.Lock()  # another thread may have held it when this process forked
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def boto3_module(state_name: str, resource: str) -> Any:
@@ -45,18 +51,32 @@ def boto3_module(state_name: str, resource: str) -> Any:
 
 
 def client(service: str, state_name: str, resource: str) -> Any:
-    """This thread's client of ``service`` (a boto3 client name)."""
-    local = _LOCAL
-    if local.pid != os.getpid():
-        local.pid, local.session, local.clients = os.getpid(), None, {}
-    made = local.clients.get(service)
-    if made is None:
-        if local.session is None:
-            local.session = boto3_module(state_name, resource).session.Session()
-        region = local.session.region_name or DEFAULT_REGION
-        made = local.session.client(service, region_name=region)
-        local.clients[service] = made
+    """This process's client of ``service`` (a boto3 client name)."""
+    made = _made.get(service) if _state["pid"] == os.getpid() else None
+    if made is not None:
+        return made
+    with _lock:
+        if _state["pid"] != os.getpid():
+            _made.clear()
+            _state.update(pid=os.getpid(), session=None)
+        made = _made.get(service)
+        if made is None:
+            if _state["session"] is None:
+                _state["session"] = boto3_module(state_name, resource).session.Session()
+            session = _state["session"]
+            made = session.client(service, region_name=session.region_name or DEFAULT_REGION)
+            _made[service] = made
     return made
+
+
+def warm(services: Iterable[str]) -> None:
+    """Import boto3 and make the clients of ``services`` now, if boto3 is there (if not,
+    the first call says so)."""
+    try:
+        for service in services:
+            client(service, "", "")
+    except Exception:  # noqa: BLE001 - no boto3, a bad configuration: the call says so
+        pass
 
 
 def operation_model(api: Any, operation: str) -> Any:
