@@ -364,3 +364,21 @@ def test_validate_points_at_what_cannot_run(tmp_path: Path) -> None:
     assert "arn:aws:states:::aws-sdk:dynamodb:scan" in result.stdout
     refused = faastlane("run", str(app))  # a workflow refused as invalid: exit 3
     assert refused.code == 3 and "/States/Ask/Resource" in refused.stderr
+
+
+def test_a_workflow_starts_itself_and_task_timeouts_apply(tmp_path: Path) -> None:
+    """The workflow is among the machines startExecution may run (by its own name); a
+    Task's TimeoutSeconds bounds a service call as it bounds a function."""
+    workflow = {"StartAt": "Child?", "States": {
+        "Child?": {"Type": "Choice", "Default": "Start",
+                   "Choices": [{"Variable": "$.child", "IsPresent": True, "Next": "Slow"}]},
+        "Slow": {"Type": "Wait", "Seconds": 3, "End": True},
+        "Start": {"Type": "Task", "Resource": "arn:aws:states:::states:startExecution.sync:2",
+                  "Parameters": {"StateMachineArn": "selfish", "Input": {"child": True}},
+                  "TimeoutSeconds": 1,
+                  "Catch": [{"ErrorEquals": ["States.Timeout"], "Next": "Gave up"}],
+                  "End": True},
+        "Gave up": {"Type": "Pass", "End": True}}}
+    app = write_app(tmp_path / "selfish", workflow, {"label": LABEL})
+    out = _ok(faastlane("run", str(app)))
+    assert out == {"Error": "States.Timeout", "Cause": "Task 'Start' timed out after 1 seconds"}

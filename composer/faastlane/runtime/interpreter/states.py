@@ -327,8 +327,9 @@ def _task(state: Task, data: Any, execution: Execution) -> Transition:
         if state.integration is not None:
             # A service integration: the Orchestrator calls the service itself, on this
             # thread, with its own environment (never in a function's sandbox or domain).
-            result = service_calls.call(state.integration, flow.effective_input(),
-                                        execution, state.name, run_machine)
+            effective = flow.effective_input()
+            result = service_calls.call(state.integration, effective, execution, state.name,
+                                        run_machine, _task_timeout(state, effective, flow))
             return flow.finish(result)
         effective, function, event = _task_call(state, flow)
         result = execution.call_function(state.name, function, event,

@@ -9,13 +9,15 @@ machine of the workflow in this process (:mod:`.executions`).
 
 from __future__ import annotations
 
+import queue
+import threading
 from functools import lru_cache
 from typing import Any
 
 from ..asl.errors import RUNTIME, StatesError
 from ..asl.model import Machine, Task, walk_states
 from ..engine import trace
-from ..engine.execution import Execution
+from ..engine.execution import Execution, timeout_error
 from . import clients, failures, responses, shapes
 from .catalogue import Integration, parse
 from .executions import RunMachine, start_execution
@@ -38,9 +40,35 @@ def services_of(machine: Machine) -> frozenset[str]:
 
 
 def call(resource: str, parameters: Any, execution: Execution, state_name: str,
-         run: RunMachine) -> Any:
+         run: RunMachine, timeout_seconds: float | None = None) -> Any:
     """Call the integration ``resource`` with ``parameters``; its result as Step
-    Functions gives it (a failure: the StatesError it names)."""
+    Functions gives it (a failure: the StatesError it names). Past the Task's
+    ``timeout_seconds`` (or the execution's deadline) it fails with States.Timeout; the
+    call's late answer is dropped."""
+    limit = execution.remaining(timeout_seconds)
+    if limit is None:
+        return _traced(resource, parameters, execution, state_name, run)
+    answer: queue.SimpleQueue[tuple[Any, BaseException | None]] = queue.SimpleQueue()
+
+    def waited() -> None:
+        try:
+            answer.put((_traced(resource, parameters, execution, state_name, run), None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            answer.put((None, exc))
+
+    threading.Thread(target=waited, name=f"service call of {state_name}", daemon=True).start()
+    try:
+        result, error = answer.get(timeout=max(limit, 0.0))
+    except queue.Empty:
+        execution.check_deadline()
+        raise timeout_error(state_name, float(timeout_seconds or limit)) from None
+    if error is not None:
+        raise error
+    return result
+
+
+def _traced(resource: str, parameters: Any, execution: Execution, state_name: str,
+            run: RunMachine) -> Any:
     integration = integration_of(resource)
     if not trace.enabled:
         return _call(integration, parameters, execution, state_name, run)
