@@ -35,6 +35,7 @@ from faastlane.inspect.errors import InspectionFailed
 from faastlane.inspect.shipment import app_waivers, inspect_shipment
 from faastlane.runtime.asl.model import JSONATA, Machine, machine_from_asl, walk_states
 from faastlane.runtime.options import Options
+from faastlane.runtime.services.executions import STATE_MACHINES_FILE
 
 from . import output
 from .app import FUNCTIONS_DIR, WORKFLOW_FILE, App, load_app
@@ -170,6 +171,12 @@ def _build(composition: Composition, out_dir: str) -> None:
         "__main__.py": _OPENWHISK_ENTRY,
         "lambda_function.py": _LAMBDA_ENTRY,
     }
+    # The template's other state machines, which states:startExecution runs in-process
+    # (runtime/services/executions.py): {name or ARN: definition}, from the template
+    # reader; an app folder has none.
+    machines = getattr(app, "state_machines", None)
+    if machines:
+        files[STATE_MACHINES_FILE] = json.dumps(machines, indent=2) + "\n"
     for name, text in files.items():
         with open(os.path.join(out_dir, name), "w", encoding="utf-8") as handle:
             handle.write(text)
