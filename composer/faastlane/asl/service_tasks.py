@@ -63,13 +63,15 @@ def _camel(snake: str) -> str:
 
 
 def integration_problems(resource: str, node: dict[str, Any], where: str,
-                         payload_key: str) -> list[Problem]:
-    """Every problem of a Task whose Resource is a service integration."""
+                         payload_key: str, for_faastlane: bool) -> list[Problem]:
+    """Every problem of a Task whose Resource is a service integration. With
+    ``for_faastlane`` (an app's workflow, not a bare definition), also what is valid ASL
+    but that Faastlane cannot run (other optimised integrations, .waitForTaskToken)."""
     at = child(where, "Resource")
     try:
         integration = parse(resource)
     except UnsupportedIntegration as exc:
-        return [Problem(at, str(exc))]
+        return [Problem(at, str(exc))] if for_faastlane else []
     if integration.sdk:
         problem = _sdk_problem(integration)
         return [] if problem is None else [Problem(at, problem)]

@@ -311,7 +311,8 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
             return
         payload_key = "Arguments" if language == F.JSONATA else "Parameters"
         if is_integration(resource) and resource.split(".")[0] != LAMBDA_INVOKE:
-            self.problems.extend(integration_problems(resource, node, where, payload_key))
+            self.problems.extend(integration_problems(resource, node, where, payload_key,
+                                                      self.functions is not None))
             return
         if self.functions is None:
             return
