@@ -382,3 +382,23 @@ def test_a_workflow_starts_itself_and_task_timeouts_apply(tmp_path: Path) -> Non
     app = write_app(tmp_path / "selfish", workflow, {"label": LABEL})
     out = _ok(faastlane("run", str(app)))
     assert out == {"Error": "States.Timeout", "Cause": "Task 'Start' timed out after 1 seconds"}
+
+
+def test_map_iterations_call_services_from_forked_workers(aws: LocalAws,
+                                                         tmp_path: Path) -> None:
+    """Iterations run in forked processes (the default placement): each makes its own
+    client, never its parent's connections."""
+    table = aws.exports["SENTIMENT_TABLE"]
+    workflow = {"StartAt": "Each", "States": {"Each": {
+        "Type": "Map", "ItemsPath": "$.ids", "End": True,
+        "ItemSelector": {"id.$": "$$.Map.Item.Value", "table.$": "$.table"},
+        "ItemProcessor": {"StartAt": "Save", "States": {"Save": {
+            "Type": "Task", "Resource": "arn:aws:states:::dynamodb:putItem", "End": True,
+            "Parameters": {"TableName.$": "$.table", "Item": {"review_id": {"S.$": "$.id"}}},
+            "ResultSelector": {"status.$": "$.SdkHttpMetadata.HttpStatusCode"}}}}}}}
+    app = write_app(tmp_path / "app", workflow, {"label": LABEL})
+    ids = [f"m-{i}" for i in range(6)]
+    out = _ok(faastlane("run", str(app), "--input", json.dumps({"ids": ids, "table": table}),
+                        env=aws.environment()))
+    assert out == [{"status": 200}] * len(ids)
+    assert sorted(aws.items(table)) == ids
