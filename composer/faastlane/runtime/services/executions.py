@@ -41,6 +41,13 @@ from .responses import sdk_metadata
 
 STATE_MACHINES_FILE = "state_machines.json"
 _ARN_NAME = ":stateMachine:"
+# Child executions nest on this process's stack: a machine that starts itself with no
+# way out would exhaust it (AWS would instead start executions until its quota).
+MAX_NESTING = 32
+_nesting: dict[str, int] = {}  # execution name -> how deep it runs
+# Step Functions keeps at most this much of an error's cause (each nesting level quotes
+# its child's cause again, doubling its backslashes).
+MAX_CAUSE = 32768
 
 RunMachine = Callable[[Machine, Any, Execution], Any]
 
@@ -139,18 +146,27 @@ def start_execution(integration: Integration, parameters: Any, execution: Execut
         raise _api_error("StateMachineDoesNotExist",
                          f"State Machine Does Not Exist: '{reference}'")
     name, machine = found
+    depth = _nesting.get(execution.name, 0) + 1
+    if depth > MAX_NESTING:
+        raise _api_error("ExecutionLimitExceeded",
+                         f"Faastlane runs started executions in-process, at most "
+                         f"{MAX_NESTING} deep: '{reference}' was started by executions "
+                         f"nested {MAX_NESTING} deep")
     child_input = _child_input(parameters)
     execution_name = str(parameters.get("Name") or uuid.uuid4())
     child = Execution(name, child_input, execution.functions, execution.options,
                       machine.timeout_seconds, execution_name)
     started = time.time()
     status, output, error = "SUCCEEDED", None, None
+    _nesting[child.name] = depth
     try:
         output = run(machine, child_input, child)
     except ExecutionTimedOut as exc:
         status, error = "TIMED_OUT", exc
     except StatesError as exc:
         status, error = "FAILED", exc
+    finally:
+        _nesting.pop(child.name, None)
     stopped = time.time()
     arn = child.context_base["Execution"]["Id"]
     if integration.pattern is None:
@@ -177,4 +193,5 @@ def start_execution(integration: Integration, parameters: Any, execution: Execut
         described["OutputDetails"] = {"Included": True}
         return dict(sorted(described.items()))
     described.update(error.to_json())
-    raise StatesError(TASK_FAILED, compact_json(dict(sorted(described.items()))))
+    cause = compact_json(dict(sorted(described.items())))
+    raise StatesError(TASK_FAILED, cause[:MAX_CAUSE])
