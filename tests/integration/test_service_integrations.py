@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from .apps import faastlane, write_app
 from .local_aws import (
     LocalAws,
@@ -384,10 +386,10 @@ def test_a_workflow_starts_itself_and_task_timeouts_apply(tmp_path: Path) -> Non
     assert out == {"Error": "States.Timeout", "Cause": "Task 'Start' timed out after 1 seconds"}
 
 
-def test_map_iterations_call_services_from_forked_workers(aws: LocalAws,
-                                                         tmp_path: Path) -> None:
-    """Iterations run in forked processes (the default placement): each makes its own
-    client, never its parent's connections."""
+@pytest.mark.parametrize("placement", ["processes", "threads"])
+def test_map_iterations_call_services(aws: LocalAws, tmp_path: Path, placement: str) -> None:
+    """Iterations in forked processes (the default) make their own clients, never their
+    parent's connections; iterations on threads (-Th) share the process's clients."""
     table = aws.exports["SENTIMENT_TABLE"]
     workflow = {"StartAt": "Each", "States": {"Each": {
         "Type": "Map", "ItemsPath": "$.ids", "End": True,
@@ -398,7 +400,8 @@ def test_map_iterations_call_services_from_forked_workers(aws: LocalAws,
             "ResultSelector": {"status.$": "$.SdkHttpMetadata.HttpStatusCode"}}}}}}}
     app = write_app(tmp_path / "app", workflow, {"label": LABEL})
     ids = [f"m-{i}" for i in range(6)]
-    out = _ok(faastlane("run", str(app), "--input", json.dumps({"ids": ids, "table": table}),
-                        env=aws.environment()))
+    flags = ["--threads-only"] if placement == "threads" else []
+    out = _ok(faastlane("run", str(app), *flags, "--input",
+                        json.dumps({"ids": ids, "table": table}), env=aws.environment()))
     assert out == [{"status": 200}] * len(ids)
     assert sorted(aws.items(table)) == ids
