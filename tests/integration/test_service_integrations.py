@@ -405,3 +405,18 @@ def test_map_iterations_call_services(aws: LocalAws, tmp_path: Path, placement: 
                         json.dumps({"ids": ids, "table": table}), env=aws.environment()))
     assert out == [{"status": 200}] * len(ids)
     assert sorted(aws.items(table)) == ids
+
+
+def test_a_machine_that_starts_itself_forever_is_stopped(tmp_path: Path) -> None:
+    """Child executions nest in-process; past 32 the innermost start fails (AWS's
+    ExecutionLimitExceeded), and every level's cause is kept to AWS's 32768 characters."""
+    workflow = {"StartAt": "Again", "States": {"Again": {
+        "Type": "Task", "Resource": "arn:aws:states:::states:startExecution.sync:2",
+        "Parameters": {"StateMachineArn": "forever", "Input.$": "$"}, "End": True}}}
+    app = write_app(tmp_path / "forever", workflow, {"label": LABEL})
+    result = faastlane("run", str(app), timeout=120)
+    assert result.code == 1, result.stderr
+    assert result.json["Error"] == "States.TaskFailed"
+    # DescribeExecution's answer of the failed child, cut to AWS's limit.
+    assert result.json["Cause"].startswith('{"Cause":')
+    assert len(result.json["Cause"]) == 32768
