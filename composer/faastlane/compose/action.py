@@ -10,6 +10,8 @@ once), build the state model, plan placement, then write the action:
                          LICENSE), only when a state uses JSONata
     functions/           the user's code, untouched
     workflow.json        the source workflow, for reference
+    state_machines.json  a template's other state machines, which startExecution
+                         runs in-process (only when the app has some)
     inspection.json      the binary inspector's record: ELF files, findings, waivers
     __main__.py          OpenWhisk entry main(args); run as a script, the local CLI
     lambda_function.py   Lambda entry handler(event, context)
