@@ -40,6 +40,9 @@ setup(
         "examples": EXAMPLES,
         # `faastlane deploy --target lambda` talks to AWS through boto3.
         "deploy": ["boto3>=1.34"],
+        # Workflows whose Task states call AWS services (runtime/services/): the action
+        # imports boto3 only then (Lambda's Python runtime has it).
+        "aws": ["boto3>=1.34"],
         "test": [
             "pytest>=8",
             # Property tests (any state name composes and runs; fuzzed inputs).

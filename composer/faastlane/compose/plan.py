@@ -31,7 +31,15 @@ from dataclasses import asdict
 from typing import Any
 
 from faastlane.errors import FaastlaneError, IsolationUnavailable
-from faastlane.runtime.asl.model import Machine, Map, Parallel, State, Task, walk_states
+from faastlane.runtime.asl.model import (
+    ORCHESTRATOR,
+    Machine,
+    Map,
+    Parallel,
+    State,
+    Task,
+    walk_states,
+)
 from faastlane.runtime.options import (
     CONTAINERS,
     MPK,
@@ -179,7 +187,13 @@ def make_options(app: App, isolation: str, vcpus: int | None, threads_only: bool
 def _describe(state: State, options: Options, decided: tuple[str, str] | None,
               costs: HandoffCosts, isolated: frozenset[str]) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": type(state).__name__}
-    if isinstance(state, Task):
+    if isinstance(state, Task) and state.integration is not None:
+        entry["integration"] = state.integration
+        entry["placement"] = ORCHESTRATOR
+        entry["reason"] = ("service integration: the Orchestrator calls the service itself "
+                           "(boto3, its own credentials and endpoint), never a function's "
+                           "sandbox or domain")
+    elif isinstance(state, Task):
         entry["function"] = state.function
         if options.processes_only:
             entry["placement"] = "process"

@@ -238,7 +238,7 @@ class Execution:
             result, error = POOL.run(loaded.spec.name, body, limit)
         except WorkerTimeout:
             self.check_deadline()
-            raise _timeout_error(state_name, timeout_seconds) from None
+            raise timeout_error(state_name, timeout_seconds) from None
         if error is not None:
             raise error
         return result
@@ -259,7 +259,7 @@ class Execution:
         if outcome.error is not None:
             if outcome.error.error == TIMEOUT:
                 self.check_deadline()
-                raise _timeout_error(state_name, timeout_seconds)
+                raise timeout_error(state_name, timeout_seconds)
             raise outcome.error
         return outcome.value
 
@@ -273,7 +273,7 @@ class Execution:
             reply = sandboxes.call(spec.name, request, limit)
         except CallTimedOut:
             self.check_deadline()
-            raise _timeout_error(state_name, timeout_seconds) from None
+            raise timeout_error(state_name, timeout_seconds) from None
         trace.extend(reply.get("trace") or [])
         if "error" in reply:
             raise StatesError(str(reply["error"]), str(reply.get("cause", "")))
@@ -327,7 +327,7 @@ def activation_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith(ACTIVATION_ENV)}
 
 
-def _timeout_error(state_name: str, timeout_seconds: float) -> StatesError:
+def timeout_error(state_name: str, timeout_seconds: float) -> StatesError:
     """A Task's TimeoutSeconds expired (positive), or its function's timeout (negative)."""
     if timeout_seconds < 0:
         return timed_out(-timeout_seconds)

@@ -160,7 +160,7 @@ class ForkPool:
         if known is None:
             machines = state.branches if isinstance(state, Parallel) else [state.iterator]
             calls = [s.function for m in machines for s in walk_states(m)
-                     if isinstance(s, Task)]
+                     if isinstance(s, Task) and s.integration is None]
             # A Task naming its function at run time (FunctionName.$) may call any of them.
             known = not self.untrusted or all(f is not None and f not in self.untrusted
                                               for f in calls)
