@@ -99,7 +99,8 @@ def _machines(state: Parallel | Map) -> tuple[Machine, ...]:
 def _only_sandboxed(state: Parallel | Map, isolated: frozenset[str]) -> bool:
     """Whether every Task of a section calls a function named in ``isolated`` (the
     runtime's rule in parallel/sections.py, from the plan's side)."""
-    tasks = [s for m in _machines(state) for s in walk_states(m) if isinstance(s, Task)]
+    tasks = [s for m in _machines(state) for s in walk_states(m)
+             if isinstance(s, Task) and s.integration is None]
     return bool(tasks) and all(t.function is not None and t.function in isolated
                                for t in tasks)
 
