@@ -30,7 +30,9 @@ setup(
     # `faastlane compose` copies it into those actions (pure Python, Apache-2.0).
     # The binary inspector (compose/package/deploy and `faastlane inspect`) reads ELF
     # files with pyelftools and shows findings disassembled with capstone.
-    install_requires=["jsonata-python>=0.7.1,<0.8", "pyelftools>=0.31", "capstone>=5"],
+    # Progress of long operations on a terminal (faastlane/progress.py): rich.
+    install_requires=["jsonata-python>=0.7.1,<0.8", "pyelftools>=0.31", "capstone>=5",
+                      "rich>=13"],
     extras_require={
         # What the example applications' functions import (they run unmodified, as on
         # Lambda, where these would come from the deployment package or a layer).

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from faastlane import progress
 from faastlane.cli_options import planning, read_input
 from faastlane.compose.app import load_app
 
@@ -205,7 +206,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     if environment:
         for line in shadowed(environment, load_app(args.app).functions):
             _say(line)
-    with tempfile.TemporaryDirectory(prefix="faastlane-deploy-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="faastlane-deploy-") as scratch, \
+            progress.step(f"deploying {args.app} to {args.target}"):
         if args.target == "openwhisk":
             client = OpenWhiskClient(resolve(args.apihost, args.auth, args.namespace),
                                      args.insecure)  # configuration checked before packaging
