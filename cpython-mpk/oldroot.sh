@@ -170,7 +170,7 @@ cmd_build() {
     rm -rf "$PREFIX" "$PREFIX.tmp"
     cp -a "$built" "$PREFIX.tmp"
     bundle_libraries "$PREFIX.tmp" "/cache/cpython-mpk/$INNER_KEY"
-    rm -rf "$built"  # the copy is the result; the compiled tree stays for rebuilds
+    # build.sh keeps $built (its cache): a change to this script only re-copies and re-bundles.
     {
         printf 'built=%s\nkey=%s\nglibc=%s\ntarget_glibc=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
             "$KEY" "$SUITE_GLIBC" "$TARGET_GLIBC"

@@ -64,7 +64,9 @@ class Steps:
         if self._live is not None:
             detail = f"{self.description}: {note}" if note else self.description
             self._live.update(self._task, advance=parts, description=detail)
-        elif note:
+        elif note and (not self.total or self.done >= self.total
+                       or self.done % max(1, self.total // 5) == 0):
+            # Plain lines (a log): about five per step, not one per part.
             of = f"/{self.total}" if self.total else ""
             say(f"{self.description}: {note} [{self.done}{of}, "
                 f"{time.monotonic() - self._began:.1f}s]")

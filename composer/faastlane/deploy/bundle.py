@@ -13,7 +13,10 @@ AWS Lambda
     runtime library (``faastlane_runtime``) and the third-party packages, which Lambda
     mounts under ``/opt/python`` on ``sys.path``. With a custom runtime also
     ``runtime-layer.zip``: ``bootstrap``, the cpython-mpk interpreter and ``awslambdaric``
-    (the Runtime API client) -- for the ``provided.al2023`` runtime.
+    (the Runtime API client) -- for the ``provided.al2023`` runtime, whose glibc (2.34) is
+    older than this machine's: the interpreter comes from ``make -C cpython-mpk lambda``
+    (built in a Debian bullseye root, glibc 2.31), and every ELF file of the layer is
+    checked to need no newer glibc than the target's.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from faastlane.compose.action import RUNTIME_PACKAGE, prepare, write_action
 from faastlane.inspect.shipment import app_waivers, check_trees, inspect_shipment
 from faastlane.inspect.waivers import Waiver
 
-from . import limits
+from . import glibc, limits
 from .archive import Archive, write_zip
 from .errors import RuntimeNotBuilt
 from .vendoring import vendor, vendor_app
@@ -49,6 +52,9 @@ BOOTSTRAP = """#!/bin/sh
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH="$here/python${PYTHONPATH:+:$PYTHONPATH}"
+# The libraries the interpreter was built against besides glibc (libssl, libffi, ...),
+# bundled by cpython-mpk/oldroot.sh: the base image may lack them or have other versions.
+export LD_LIBRARY_PATH="$here/cpython-mpk/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cd "${LAMBDA_TASK_ROOT:-/var/task}"
 exec "$here/cpython-mpk/bin/python3" -m awslambdaric "${_HANDLER:-lambda_function.handler}"
 """
@@ -153,15 +159,16 @@ def _tree_size(folder: str) -> int:
 def _python_prefix(given: str | None) -> str:
     """--python-prefix, else $FAASTLANE_PYTHON_PREFIX, else a checkout's cpython-mpk/build;
     an installed faastlane has no runtime of its own to put in the layer."""
-    prefix, source = runtime_prefix(given)
+    prefix, source = runtime_prefix(given, build="build-lambda")
     if prefix is None:
         raise RuntimeNotBuilt("--custom-runtime needs the cpython-mpk runtime, which an "
                               "installed faastlane does not include: "
                               + how_to_get_the_runtime("--python-prefix DIR"))
     if not os.access(os.path.join(prefix, "bin", "python3"), os.X_OK):
-        fix = "run `make -C cpython-mpk`, or pass --python-prefix" if source == FROM_CHECKOUT \
-            else "build one with `make -C cpython-mpk` in a source checkout of faastlane " \
-                 "(its prefix is cpython-mpk/build)"
+        fix = "run `make -C cpython-mpk lambda`, or pass --python-prefix" \
+            if source == FROM_CHECKOUT \
+            else "build one with `make -C cpython-mpk lambda` in a source checkout of " \
+                 "faastlane (its prefix is cpython-mpk/build-lambda)"
         raise RuntimeNotBuilt(f"the cpython-mpk runtime is not built ({prefix}/bin/python3 "
                               f"is missing, from {source}): {fix}")
     return prefix
@@ -193,8 +200,24 @@ def _runtime_layer(prefix: str, version: str, out_dir: str, scratch: str,
     assert client is not None
     # The interpreter (its gate included), lib-dynload and awslambdaric's extension.
     check_trees([(stage, ""), (client, "python/")], waivers, "runtime-layer.zip")
+    for tree in (stage, client):
+        _check_glibc(tree, prefix)
     return write_zip(os.path.join(out_dir, "runtime-layer.zip"),
                      [(stage, ""), (client, "python/")])
+
+
+def _check_glibc(tree: str, prefix: str) -> None:
+    """Refuse a layer with an ELF file the target's loader would reject."""
+    target = glibc.LAMBDA_CUSTOM_RUNTIME_GLIBC
+    newest = glibc.newest_needed(tree)
+    if newest is not None and newest[0] > target:
+        version, path = newest
+        raise RuntimeNotBuilt(
+            f"{os.path.relpath(path, tree)} in the runtime layer needs glibc "
+            f"{glibc.dotted(version)}, but {CUSTOM_RUNTIME} has {glibc.dotted(target)}: "
+            f"{prefix} was built on a newer system; build the runtime for Lambda with "
+            "`make -C cpython-mpk lambda` (in an old-glibc root) and use its "
+            "cpython-mpk/build-lambda")
 
 
 def _ignore_unused(directory: str, names: list[str]) -> set[str]:
