@@ -105,7 +105,8 @@ in_root() {
         done
         cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
         exec chroot "$root" "$@"'
-    unshare --mount --propagation private sh -c "$script" sh "$root" "${#BINDS[@]}" "${BINDS[@]}" \
+    # IN_ROOT_EXEC=exec: become the command (`run`), so its caller's signals reach it.
+    ${IN_ROOT_EXEC:-} unshare --mount --propagation private sh -c "$script" sh "$root" "${#BINDS[@]}" "${BINDS[@]}" \
         env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         HOME=/root LANG=C.UTF-8 "$@"
 }
@@ -199,10 +200,10 @@ main() {
             [[ $# -gt 0 ]] || die "usage: $PROG run CMD..."
             need_root
             ensure_min_root
-            # A throwaway overlay-free copy would cost seconds; the run binds the
-            # caller's folder and writes only there and in /tmp of the root.
+            # The minimal root itself, not a copy: what runs writes only to the bound
+            # folder (and the root's /tmp).
             BINDS=("$PWD:/work")
-            in_root "$MIN_ROOT" "$@" ;;
+            IN_ROOT_EXEC=exec in_root "$MIN_ROOT" "$@" ;;
         -h|--help) sed -n '2,22p' "$SELF" ;;
         *) die "unknown command '$cmd' (build, root, key, prefix, run)" ;;
     esac

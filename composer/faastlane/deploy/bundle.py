@@ -114,6 +114,7 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
     prefix = None
     if custom_runtime:
         prefix = _python_prefix(python_prefix)
+        _check_glibc(prefix, prefix)  # before anything is vendored or written
     composition = prepare(app_path, **planning)
     version = _prefix_version(prefix) if prefix else LAMBDA_RUNTIME.removeprefix("python")
     os.makedirs(out_dir, exist_ok=True)
@@ -200,8 +201,7 @@ def _runtime_layer(prefix: str, version: str, out_dir: str, scratch: str,
     assert client is not None
     # The interpreter (its gate included), lib-dynload and awslambdaric's extension.
     check_trees([(stage, ""), (client, "python/")], waivers, "runtime-layer.zip")
-    for tree in (stage, client):
-        _check_glibc(tree, prefix)
+    _check_glibc(client, prefix)
     return write_zip(os.path.join(out_dir, "runtime-layer.zip"),
                      [(stage, ""), (client, "python/")])
 
