@@ -11,8 +11,9 @@
 #   oldroot.sh root     the minimal root (debootstrap); prints its path
 #   oldroot.sh key      the cache key of the result
 #   oldroot.sh prefix   the prefix the key selects
-#   oldroot.sh run CMD  run CMD in a fresh copy-free chroot of the minimal root, with
-#                       the current folder bound at /work (tests use it)
+#   oldroot.sh run CMD  run CMD chrooted in the minimal root (glibc 2.31, none of the
+#                       interpreter's other libraries), the current folder bound at
+#                       /work: how the tests start the packaged layer's bootstrap
 #
 # Cache (outside the clone): ${FAASTLANE_CACHE:-~/.cache/faastlane}
 #   roots/<suite>-min-<rootkey>/      debootstrap --variant=minbase, then read-only use
