@@ -124,6 +124,12 @@ def _drop_distributions(folder: str, names: frozenset[str]) -> None:
                 os.remove(path)
 
 
+def _shown(path: str) -> str:
+    """A path as a progress line shows it: relative below the working directory."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
 def vendor(requirements: list[str], python_version: str | None = None,
            packages: list[str] | None = None,
            exclude: frozenset[str] = frozenset()) -> str | None:
@@ -148,14 +154,15 @@ def vendor(requirements: list[str], python_version: str | None = None,
     command = _pip_command(requirements, staging, version) + list(packages or [])
     # Relative paths in a requirements file are relative to pip's working directory.
     cwd = os.path.dirname(os.path.abspath(requirements[0])) if requirements else None
-    what = ", ".join([os.path.relpath(r) for r in requirements] + list(packages or []))
+    what = ", ".join([_shown(r) for r in requirements] + list(packages or []))
     with progress.step(f"installing {what} for Python {version}"):
         done = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
-    if done.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise VendoringFailed(f"pip could not install {', '.join(requirements + (packages or []))} "
-                              f"for Python {version}: {last}")
+        if done.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise VendoringFailed(f"pip could not install "
+                                  f"{', '.join(requirements + (packages or []))} "
+                                  f"for Python {version}: {last}")
     for junk in ("bin", "__pycache__"):
         shutil.rmtree(os.path.join(staging, junk), ignore_errors=True)
     _drop_distributions(staging, exclude)
