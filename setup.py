@@ -36,17 +36,22 @@ setup(
     # `faastlane compose` copies it into those actions (pure Python, Apache-2.0).
     # The binary inspector (compose/package/deploy and `faastlane inspect`) reads ELF
     # files with pyelftools and shows findings disassembled with capstone.
+    # `faastlane graph` draws PNGs with Pillow (wheels carry FreeType and a font; the SVG
+    # is written directly and sized with the same font's metrics).
     # Progress of long operations on a terminal (faastlane/progress.py): rich. The
     # baselines `faastlane bench APP` measures a user's workflow against: moto's Step
     # Functions engine and its S3 server (with boto3).
     install_requires=["jsonata-python>=0.7.1,<0.8", "pyelftools>=0.31", "capstone>=5",
-                      "rich>=13", "moto[stepfunctions,awslambda,server]>=5.1"],
+                      "Pillow>=10.1", "rich>=13", "moto[stepfunctions,awslambda,server]>=5.1"],
     extras_require={
         # What the example applications' functions import (they run unmodified, as on
         # Lambda, where these would come from the deployment package or a layer).
         "examples": EXAMPLES,
         # `faastlane deploy --target lambda` talks to AWS through boto3.
         "deploy": ["boto3>=1.34"],
+        # Workflows whose Task states call AWS services (runtime/services/): the action
+        # imports boto3 only then (Lambda's Python runtime has it).
+        "aws": ["boto3>=1.34"],
         "test": [
             "pytest>=8",
             # Property tests (any state name composes and runs; fuzzed inputs).

@@ -77,3 +77,24 @@ def test_an_app_without_the_sdk_gets_none(tmp_path: Path) -> None:
     ow = faastlane("package", str(app), "--target", "openwhisk", "-o", str(tmp_path / "a.zip"))
     assert ow.code == 0, ow.stderr
     assert not _tops(tmp_path / "a.zip") & SDK_TOPS
+
+
+SERVICE_APP = {"StartAt": "Label", "States": {
+    "Label": {"Type": "Task", "Resource": "label", "Next": "Save"},
+    "Save": {"Type": "Task", "Resource": "arn:aws:states:::dynamodb:putItem",
+             "Parameters": {"TableName": "reviews", "Item": {"id": {"S.$": "$.id"}}},
+             "End": True}}}
+
+
+def test_a_workflow_calling_aws_services_gets_the_sdk_where_the_runtime_lacks_it(
+        tmp_path: Path) -> None:
+    """No function imports boto3, but the Orchestrator calls DynamoDB with it."""
+    app = write_app(tmp_path / "app", SERVICE_APP,
+                    {"label": "def handler(event, context):\n    return event\n"})
+    assert not imports_aws_sdk(str(app))
+    ow = faastlane("package", str(app), "--target", "openwhisk", "-o", str(tmp_path / "a.zip"))
+    assert ow.code == 0, ow.stderr
+    assert {"boto3", "botocore"} <= _tops(tmp_path / "a.zip")
+    lam = faastlane("package", str(app), "--target", "lambda", "-o", str(tmp_path / "lambda"))
+    assert lam.code == 0, lam.stderr
+    assert not _tops(tmp_path / "lambda" / "layer.zip", "python/") & SDK_TOPS

@@ -32,6 +32,7 @@ from faastlane.checkout import FROM_CHECKOUT, how_to_get_the_runtime, runtime_pr
 from faastlane.compose.action import RUNTIME_PACKAGE, prepare, write_action
 from faastlane.inspect.shipment import app_waivers, check_trees, inspect_shipment
 from faastlane.inspect.waivers import Waiver
+from faastlane.runtime.services import uses_service_integrations
 
 from . import glibc, limits
 from .archive import Archive, write_zip
@@ -98,7 +99,8 @@ def package_openwhisk(app_path: str, out_zip: str, kind: str = OPENWHISK_KIND,
     with tempfile.TemporaryDirectory(prefix="faastlane-package-") as scratch:
         action = write_action(composition, os.path.join(scratch, "action"))
         trees = [(action, "")]
-        vendored = vendor_app(composition.app.root, _kind_version(kind), runtime_has_sdk=False)
+        vendored = vendor_app(composition.app.root, _kind_version(kind), runtime_has_sdk=False,
+                              uses_aws_services=_calls_aws_services(composition))
         if vendored:
             trees.append((vendored, ""))
         inspect_shipment(action, _waivers(composition), trees[1:])  # before zipping
@@ -128,7 +130,8 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
         trees = [(library, "python/")]
         # The managed python3.x runtime has boto3; the custom runtime has only our layer.
         vendored = vendor_app(composition.app.root, version,
-                              runtime_has_sdk=not custom_runtime)
+                              runtime_has_sdk=not custom_runtime,
+                              uses_aws_services=_calls_aws_services(composition))
         if vendored:
             trees.append((vendored, "python/"))
             # No upload route lifts this limit; say so before scanning and zipping it all.
@@ -150,6 +153,14 @@ def check_lambda_limits(package: LambdaPackage) -> None:
         limits.LAMBDA_ZIP.check(archive.size, archive.path)
     unzipped = sum(a.unzipped_size for a in (package.function, *package.layers()))
     limits.LAMBDA_UNZIPPED.check(unzipped, f"{package.name} with its layers")
+
+
+def _calls_aws_services(composition: Any) -> bool:
+    """Whether the workflow, or a state machine it starts, calls AWS services: the
+    runtime makes those calls with boto3, which the action then needs."""
+    machines = getattr(composition.app, "state_machines", None) or {}
+    return any(uses_service_integrations(definition)
+               for definition in (composition.definition, *machines.values()))
 
 
 def _tree_size(folder: str) -> int:
