@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from faastlane import progress
-from faastlane.compose.action import prepare
+from faastlane.app_source import load
 from faastlane.errors import FaastlaneError
 from faastlane.runtime.cpus import affinity_cpus
 
@@ -142,7 +142,8 @@ class _Bar:
 
 def measure(app: str, input_text: str, config: Config) -> dict[str, Any]:
     """The results document of one run of the user's app (results.json's shape)."""
-    composition = prepare(app)  # bad app: one line with its location, before any worker
+    # The CLI's one loader (what APP may name); a bad app is one line, before any worker.
+    composition = load(app, {})
     name = composition.app.name
     began = datetime.now(UTC)
     document: dict[str, Any] = {"machine": machine.describe(), "config": asdict(config),
