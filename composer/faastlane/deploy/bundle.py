@@ -100,7 +100,7 @@ def package_openwhisk(app_path: str, out_zip: str, kind: str = OPENWHISK_KIND,
         action = write_action(composition, os.path.join(scratch, "action"))
         trees = [(action, "")]
         vendored = vendor_app(composition.app.root, _kind_version(kind), runtime_has_sdk=False,
-                              uses_aws_services=_calls_aws_services(composition))
+                              uses_aws_services=calls_aws_services(composition))
         if vendored:
             trees.append((vendored, ""))
         inspect_shipment(action, _waivers(composition), trees[1:])  # before zipping
@@ -131,7 +131,7 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
         # The managed python3.x runtime has boto3; the custom runtime has only our layer.
         vendored = vendor_app(composition.app.root, version,
                               runtime_has_sdk=not custom_runtime,
-                              uses_aws_services=_calls_aws_services(composition))
+                              uses_aws_services=calls_aws_services(composition))
         if vendored:
             trees.append((vendored, "python/"))
             # No upload route lifts this limit; say so before scanning and zipping it all.
@@ -155,7 +155,7 @@ def check_lambda_limits(package: LambdaPackage) -> None:
     limits.LAMBDA_UNZIPPED.check(unzipped, f"{package.name} with its layers")
 
 
-def _calls_aws_services(composition: Any) -> bool:
+def calls_aws_services(composition: Any) -> bool:
     """Whether the workflow, or a state machine it starts, calls AWS services: the
     runtime makes those calls with boto3, which the action then needs."""
     machines = getattr(composition.app, "state_machines", None) or {}
