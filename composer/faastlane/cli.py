@@ -50,7 +50,10 @@ PLUGIN_GROUP = "faastlane.commands"
 
 
 def _plugins() -> list:
-    return [entry.load() for entry in entry_points(group=PLUGIN_GROUP)]
+    # Once per module: an environment can hold two distributions naming the same one
+    # (faastlane_bench moved from faastlane-bench into faastlane).
+    modules = {entry.value: entry for entry in entry_points(group=PLUGIN_GROUP)}
+    return [entry.load() for entry in modules.values()]
 
 
 def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
