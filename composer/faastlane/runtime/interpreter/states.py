@@ -24,6 +24,7 @@ from ..asl.errors import (
     EXCEED_TOLERATED_FAILURE_THRESHOLD,
     QUERY_EVALUATION_ERROR,
     RUNTIME,
+    TIMEOUT,
     StatesError,
     error_matches,
     unexpected_cause,
@@ -45,9 +46,10 @@ from ..asl.model import (
     Wait,
 )
 from ..asl.resources import function_name_of
-from ..engine import trace
+from ..engine import history, trace
 from ..engine.execution import Execution, ExecutionTimedOut, RelayWatch
 from ..engine.forking import Outcome
+from ..engine.lambda_context import ACCOUNT, REGION
 from ..engine.threads import Handover
 from ..options import MPK
 from ..services import calls as service_calls
@@ -106,14 +108,16 @@ def execute(state: State, data: Any, execution: Execution) -> Transition:
 
 
 def _run_state(state: State, data: Any, execution: Execution) -> Transition:
-    event_id = execution.enter_state(state)
+    event_id = execution.enter_state(state, data)
     try:
-        return _EXECUTORS[type(state)](state, data, execution)
+        output, next_name = _EXECUTORS[type(state)](state, data, execution)
     except Exception as err:  # noqa: BLE001 - every failure becomes the state's ASL error
         named = _named(err, state, event_id)
         if named is err:
             raise
         raise named from None
+    execution.exit_state(state, output)
+    return output, next_name
 
 
 # ------------------------------------------------------------------ relays of Tasks
@@ -132,7 +136,9 @@ _INLINE = (Pass, Choice, Succeed)  # states a relay runs on its way to the next 
 
 
 def _relayable(state: State, execution: Execution) -> bool:
-    return (type(state) is Task and state.integration is None
+    # With the history on, Tasks run the plain way, which records their events (a
+    # relay only numbers them).
+    return (type(state) is Task and state.integration is None and execution.events is None
             and not state.retry and not state.catch
             and state.timeout_seconds is None and state.timeout_seconds_path is None
             and execution.relays(state.placement))
@@ -162,10 +168,11 @@ def _pass_on(machine: Machine, state: Task, data: Any, execution: Execution,
     """Enter ``state`` and prepare its function's call; the step that starts it (or, if
     preparing failed, the step that ends the relay with the state's error)."""
     start = trace.now() if trace.enabled else 0.0
-    event_id = execution.enter_state(state)
+    event_id = execution.enter_state(state, data)
     try:
         flow = DataFlow(state, data, execution, time.time())
-        _, function, event = _task_call(state, flow)
+        effective, function, event = _task_call(state, flow)
+        _task_scheduled(state, execution, event, effective, None)
         then = functools.partial(_carry_on, machine, state, flow, event_id, start, baton,
                                  watch)
         starter = execution.function_starter(state.name, function, event, then, watch)
@@ -188,12 +195,14 @@ def _carry_on(machine: Machine, state: Task, flow: DataFlow, event_id: int, star
     """On the function's thread, once it returned: finish its Task, then pass the
     execution on."""
     try:
+        _task_ended(state, flow.execution, result, error)
         if error is not None:
             raise error
         output = _task_output(state, flow, result)
     except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
         _record(state, start)
         return _ending(baton, None, None, _named(exc, state, event_id))
+    flow.execution.exit_state(state, output)
     _record(state, start)
     return _onwards(machine, state.next, output, flow.execution, baton, watch)
 
@@ -247,8 +256,8 @@ def retry_delay(retrier: Retrier, attempt: int) -> float:
 
 
 def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Execution,
-                        attempt: Callable[[int], Any], entered: float | None = None
-                        ) -> Transition:
+                        attempt: Callable[[int], Any], entered: float | None = None,
+                        failed: Callable[[], None] | None = None) -> Transition:
     """Run ``attempt(retry_count)`` under the state's Retry and Catch rules.
 
     Retriers are scanned in order and the first whose ErrorEquals matches decides; each
@@ -274,6 +283,8 @@ def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Exec
                     retries += 1
                     execution.sleep(retry_delay(retrier, counts[retrier_index]))
                     continue
+            if failed is not None:
+                failed()  # its history event, once no retry follows
             catcher = _matching_catcher(state.catch, err)
             if catcher is None:
                 raise
@@ -328,13 +339,29 @@ def _task(state: Task, data: Any, execution: Execution) -> Transition:
             # A service integration: the Orchestrator calls the service itself, on this
             # thread, with its own environment (never in a function's sandbox or domain).
             effective = flow.effective_input()
-            result = service_calls.call(state.integration, effective, execution, state.name,
-                                        run_machine, _task_timeout(state, effective, flow))
+            timeout = _task_timeout(state, effective, flow)
+            _task_scheduled(state, execution, effective, effective, timeout)
+            try:
+                result = service_calls.call(state.integration, effective, execution,
+                                            state.name, run_machine, timeout)
+            except StatesError as err:
+                _task_ended(state, execution, None, err)
+                raise
+            _task_ended(state, execution, result, None)
             return flow.finish(result)
         effective, function, event = _task_call(state, flow)
-        result = execution.call_function(state.name, function, event,
-                                         _task_timeout(state, effective, flow), state.placement)
-        return _task_output(state, flow, result)
+        timeout = _task_timeout(state, effective, flow)
+        _task_scheduled(state, execution, event, effective, timeout)
+        try:
+            result = execution.call_function(state.name, function, event, timeout,
+                                             state.placement)
+        except StatesError as err:
+            _task_ended(state, execution, None, err)
+            raise
+        if state.invoke_shape:
+            result = _lambda_invoke_response(result, execution.name)
+        _task_ended(state, execution, result, None)
+        return flow.finish(result)
 
     return with_error_handling(state, data, execution, attempt, entered)
 
@@ -363,6 +390,81 @@ def _task_output(state: Task, flow: DataFlow, result: Any) -> Any:
     if state.invoke_shape:
         result = _lambda_invoke_response(result, flow.execution.name)
     return flow.finish(result)
+
+
+# ------------------------------------------------------------------ a Task's history events
+#
+# A Lambda function named by its ARN: LambdaFunctionScheduled/Started/Succeeded/Failed/
+# TimedOut; lambda:invoke and the service integrations: TaskScheduled/Started/
+# Succeeded/Failed/TimedOut with the resourceType and resource AWS gives ("lambda",
+# "invoke"; "aws-sdk:s3", "getObject"), as in LocalStack's recorded test_lambda_task,
+# test_lambda_task_service and services/ tests.
+
+_LAMBDA_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:"
+_INTEGRATION_PREFIX = "arn:aws:states:::"
+
+
+def task_resource(state: Task) -> tuple[str, str] | None:
+    """A Task's (resourceType, resource) in its Task* events; None: a Lambda function
+    named by its ARN (LambdaFunction* events)."""
+    if state.invoke_shape:
+        return "lambda", "invoke"
+    if state.integration is None:
+        return None
+    parts = state.integration.split(":::", 1)[-1].split(":")
+    split = 2 if parts[0] == "aws-sdk" else 1
+    return ":".join(parts[:split]), ":".join(parts[split:])
+
+
+def _task_scheduled(state: Task, execution: Execution, event: Any, effective: Any,
+                    timeout: float | None) -> None:
+    """The events of a Task's call about to start (an attempt of it)."""
+    if execution.events is None:
+        execution.emit("TaskScheduled")
+        execution.emit("TaskStarted")
+        return
+    resource = task_resource(state)
+    if resource is None:
+        details: dict[str, Any] = {"resource": _LAMBDA_ARN + str(state.function),
+                                   "input": history.data(event),
+                                   "inputDetails": history.NOT_TRUNCATED}
+        if timeout is not None:
+            details["timeoutInSeconds"] = int(timeout)
+        execution.emit("LambdaFunctionScheduled",
+                       {"lambdaFunctionScheduledEventDetails": details})
+        execution.emit("LambdaFunctionStarted")
+        return
+    kind, name = resource
+    details = {"resourceType": kind, "resource": name, "region": REGION,
+               "parameters": history.data(effective)}
+    if timeout is not None:
+        details["timeoutInSeconds"] = int(timeout)
+    execution.emit("TaskScheduled", {"taskScheduledEventDetails": details})
+    execution.emit("TaskStarted", {"taskStartedEventDetails": {"resourceType": kind,
+                                                               "resource": name}})
+
+
+def _task_ended(state: Task, execution: Execution, result: Any,
+                error: StatesError | None) -> None:
+    """The event of a Task's call that returned ``result`` or failed with ``error``."""
+    if execution.events is None:
+        execution.emit("TaskEnded")
+        return
+    resource = task_resource(state)
+    prefix, details = "LambdaFunction", {}
+    if resource is not None:
+        prefix, details = "Task", {"resourceType": resource[0], "resource": resource[1]}
+    if error is None:
+        outcome = "Succeeded"
+        details.update(output=history.data(result), outputDetails=history.NOT_TRUNCATED)
+    else:
+        outcome = "TimedOut" if error.error == TIMEOUT else "Failed"
+        if error.error is not None:
+            details["error"] = error.error
+        if error.cause is not None:
+            details["cause"] = error.cause
+    kind = prefix + outcome
+    execution.emit(kind, {f"{kind[0].lower()}{kind[1:]}EventDetails": details})
 
 
 def _choice(state: Choice, data: Any, execution: Execution) -> Transition:
@@ -503,19 +605,35 @@ def _fail_path(expression: str, field: str, data: Any, flow: DataFlow) -> Any:
 
 def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
     entered = time.time()
+    started = [False]  # whether this attempt's branches started: ParallelStateFailed
 
     def attempt(retry_count: int) -> Any:
+        started[0] = False
         flow = DataFlow(state, data, execution, entered, retry_count)
         effective = flow.effective_input()
+        execution.emit("ParallelStateStarted")
+        started[0] = True
         work = [BranchJob.make(state, i, branch, effective, execution)
                 for i, branch in enumerate(state.branches)]
         outcomes = execution.run_parallel(
             work, 0, describe=lambda i: f"branch {i} of Parallel '{state.name}'",
             stop_on_error=True, state=state, inputs=[effective] * len(work))
         _raise_first_failure(outcomes)
+        execution.emit("ParallelStateSucceeded", link=False)
         return flow.finish([outcome.value for outcome in outcomes])
 
-    return with_error_handling(state, data, execution, attempt, entered)
+    return with_error_handling(state, data, execution, attempt, entered,
+                               _section_failed(execution, "ParallelStateFailed", started))
+
+
+def _section_failed(execution: Execution, kind: str, started: list[bool]
+                    ) -> Callable[[], None]:
+    """A Parallel's or Map's failed event, recorded once its branches had started (an
+    error before, in its input or items, fails the state with none)."""
+    def failed() -> None:
+        if started[0]:
+            execution.emit(kind)
+    return failed
 
 
 def _raise_first_failure(outcomes: list[Outcome]) -> None:
@@ -544,7 +662,36 @@ class BranchJob:
         return cls(state, index, machine, data, execution.for_branch())
 
     def __call__(self) -> Any:
-        return run_machine(self.machine, self.data, self.execution)
+        return run_job(self.state, self.index, self.machine, self.data, self.execution)
+
+
+def run_job(state: Parallel | Map, index: int, machine: Machine, data: Any,
+            execution: Execution) -> Any:
+    """Run one branch or iteration (wherever it runs) with its history events: a Map
+    iteration's MapIterationStarted, Succeeded or Failed; the events go back to the
+    section's process if this is another (``history.finish_job``)."""
+    is_map = type(state) is Map
+    try:
+        if is_map:
+            _emit_iteration("MapIterationStarted", state, index, execution)
+        output = run_machine(machine, data, execution)
+        if is_map:
+            _emit_iteration("MapIterationSucceeded", state, index, execution,
+                           link=False)
+        return output
+    except BaseException:
+        if is_map:
+            _emit_iteration("MapIterationFailed", state, index, execution,
+                           link=False)
+        raise
+    finally:
+        history.finish_job(execution, execution.owner_pid)
+
+
+def _emit_iteration(kind: str, state: Map, index: int, execution: Execution,
+                    link: bool = True) -> None:
+    execution.emit(kind, None if execution.events is None else
+                   {f"m{kind[1:]}EventDetails": {"index": index, "name": state.name}}, link)
 
 
 def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
@@ -654,12 +801,19 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
         state.tolerated_failure_count, state.tolerated_failure_percentage,
         state.tolerated_failure_count_path, state.tolerated_failure_percentage_path))
 
+    started = [False]  # whether this attempt's iterations started: MapStateFailed
+
     def attempt(retry_count: int) -> Any:
+        started[0] = False
         flow = DataFlow(state, data, execution, entered, retry_count)
         effective = flow.effective_input()
-        # In AWS's order: MaxConcurrency, the items, then the failure tolerance.
+        # In AWS's order: MaxConcurrency, the items, MapStateStarted, then the failure
+        # tolerance (LocalStack's state_map.py follows AWS's event ids there).
         max_concurrency = _max_concurrency(state, effective, flow)
         items = _map_items(state, effective, flow)
+        execution.emit("MapStateStarted", None if execution.events is None else
+                       {"mapStateStartedEventDetails": {"length": len(items)}})
+        started[0] = True
         tolerated_count, tolerated_percentage = _tolerance(state, effective, flow)
         inputs = []
         for index, item in enumerate(items):
@@ -684,10 +838,12 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
             raise StatesError(EXCEED_TOLERATED_FAILURE_THRESHOLD,
                               f"Map state '{state.name}': {len(failures)} of "
                               f"{len(outcomes)} iterations failed")
+        execution.emit("MapStateSucceeded", link=False)
         return flow.finish([o.value if o.error is None else o.error.to_json()
                             for o in outcomes])
 
-    return with_error_handling(state, data, execution, attempt, entered)
+    return with_error_handling(state, data, execution, attempt, entered,
+                               _section_failed(execution, "MapStateFailed", started))
 
 
 _EXECUTORS: dict[type, Callable[[Any, Any, Execution], Transition]] = {
