@@ -90,6 +90,8 @@ class Execution:
         self.source = 0  # the previousEventId of this run's next event (history.py)
         self.events: list[dict[str, Any]] | None = [] if history.enabled else None
         self.owner_pid = os.getpid()  # the process that merges this run's events
+        self.entered = (0, 0)  # the current state's entry event: its id and previous id
+        self.assigned: dict[str, Any] | None = None  # its Assign, for its exit event
         self.deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
         machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{workflow_name}"
         self.context_base: dict[str, Any] = {
@@ -123,6 +125,7 @@ class Execution:
         branch._events = itertools.count(branch._first_id)
         branch.events = None if self.events is None else []
         branch.owner_pid = os.getpid()
+        branch.assigned = None
         return branch
 
     # ------------------------------------------------------------------ history events
@@ -157,20 +160,29 @@ class Execution:
         """Record entry into ``state`` with input ``data``: the event's id, which error
         causes cite ("entered at the event id #N")."""
         kind = f"{type(state).__name__}StateEntered"
+        before = self.source
         if self.events is None:
-            return self.emit(kind)
-        return self.emit(kind, {"stateEnteredEventDetails": {
-            "name": state.name, "input": history.data(data),
-            "inputDetails": history.NOT_TRUNCATED}})
+            event_id = self.emit(kind)
+        else:
+            event_id = self.emit(kind, {"stateEnteredEventDetails": {
+                "name": state.name, "input": history.data(data),
+                "inputDetails": history.NOT_TRUNCATED}})
+        self.entered = (event_id, before)
+        return event_id
 
     def exit_state(self, state: Any, output: Any) -> None:
         kind = f"{type(state).__name__}StateExited"
         if self.events is None:
             self.emit(kind)
             return
-        self.emit(kind, {"stateExitedEventDetails": {
-            "name": state.name, "output": history.data(output),
-            "outputDetails": history.NOT_TRUNCATED}})
+        details = {"name": state.name, "output": history.data(output),
+                   "outputDetails": history.NOT_TRUNCATED}
+        if self.assigned:
+            details["assignedVariables"] = {name: history.data(value)
+                                            for name, value in self.assigned.items()}
+            details["assignedVariablesDetails"] = history.NOT_TRUNCATED
+            self.assigned = None
+        self.emit(kind, {"stateExitedEventDetails": details})
 
     # ------------------------------------------------------------------ context object
 
@@ -362,16 +374,32 @@ class Execution:
         jobs = []
         for job, outcome in zip(work, outcomes):
             sent = history.job_events(outcome.records)  # from a fork or a pool worker
+            if getattr(state, "distributed", False):
+                continue  # a map run: AWS records its iterations in child executions
             if sent is None:
                 branch = getattr(job, "execution", None)  # ran on a thread here, or not
                 if isinstance(branch, Execution) and branch.owner_pid == os.getpid():
                     sent = history.JobEvents(branch.events, branch.used_ids(), branch.source)
             jobs.append(sent)
+        if not jobs:
+            return
         succeeded = all(outcome.error is None for outcome in outcomes)
-        offsets = history.merge(self, base, jobs, type(state).__name__ == "Map", succeeded)
+        is_map = type(state).__name__ == "Map"
+        if is_map and not succeeded and not _tolerates_failures(state):
+            # Laid out one after the other, a failed Map's iterations end at the first
+            # that failed (later ones that ran meanwhile are left out, as on AWS).
+            first = next(i for i, o in enumerate(outcomes) if o.error is not None)
+            jobs = jobs[:first + 1]
+        offsets = history.merge(self, base, jobs, is_map, succeeded)
         for outcome, offset in zip(outcomes, offsets):
             if outcome.error is not None and offset:
                 outcome.error.cause = history.recite(outcome.error.cause, base, offset)
+
+
+def _tolerates_failures(state: Any) -> bool:
+    return any(getattr(state, field, None) is not None for field in (
+        "tolerated_failure_count", "tolerated_failure_percentage",
+        "tolerated_failure_count_path", "tolerated_failure_percentage_path"))
 
 
 def function_timeout(spec: FunctionSpec) -> float:

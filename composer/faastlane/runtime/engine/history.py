@@ -107,9 +107,9 @@ def merge(parent: Any, base: int, jobs: Sequence[JobEvents | None], is_map: bool
             return event_id + by if event_id >= base else event_id
 
         if job.events is not None and parent.events is not None:
-            for event in job.events:
+            for n, event in enumerate(job.events):
                 event["id"] = moved(event["id"])
-                if is_map and event["type"] == "MapIterationStarted":
+                if is_map and n == 0 and event["type"] == "MapIterationStarted":
                     # An iteration starts where the one before it left off (AWS runs
                     # them one after the other on a worker).
                     event["previousEventId"] = previous_source
@@ -149,6 +149,20 @@ def started(execution: Any, execution_input: Any) -> None:
             "previousEventId": 0, "executionStartedEventDetails": {
                 "input": data(execution_input), "inputDetails": NOT_TRUNCATED,
                 "roleArn": execution.context_base["Execution"]["RoleArn"]}})
+
+
+def given_input(events: list[dict[str, Any]], text: str) -> None:
+    """The execution input as given (``--input`` text), as AWS keeps it: in
+    ExecutionStarted, and in the first state's entry, which gets it unchanged (LocalStack's
+    test_map_state_config_inline_parameters: ``["Hello", "World"]`` kept with its space)."""
+    if not events or events[0]["type"] != "ExecutionStarted":
+        return
+    started = events[0]["executionStartedEventDetails"]
+    same = started["input"]
+    started["input"] = text
+    first = events[1].get("stateEnteredEventDetails") if len(events) > 1 else None
+    if first is not None and first["input"] == same:
+        first["input"] = text
 
 
 def ended(execution: Any, output: Any = None, error: Any = None) -> None:

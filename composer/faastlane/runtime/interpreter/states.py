@@ -15,6 +15,7 @@ import functools
 import queue
 import random
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +54,7 @@ from ..engine.lambda_context import ACCOUNT, REGION
 from ..engine.threads import Handover
 from ..options import MPK
 from ..services import calls as service_calls
-from .dataflow import DataFlow
+from .dataflow import DataFlow, located
 
 Transition = tuple[Any, "str | None"]
 
@@ -112,6 +113,9 @@ def _run_state(state: State, data: Any, execution: Execution) -> Transition:
     try:
         output, next_name = _EXECUTORS[type(state)](state, data, execution)
     except Exception as err:  # noqa: BLE001 - every failure becomes the state's ASL error
+        if (isinstance(err, StatesError) and err.error == QUERY_EVALUATION_ERROR
+                and not getattr(err, "evaluation_recorded", False)):
+            _evaluation_failed(state, execution, err, before_entry=False)
         named = _named(err, state, event_id)
         if named is err:
             raise
@@ -257,7 +261,8 @@ def retry_delay(retrier: Retrier, attempt: int) -> float:
 
 def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Execution,
                         attempt: Callable[[int], Any], entered: float | None = None,
-                        failed: Callable[[], None] | None = None) -> Transition:
+                        failed: Callable[[StatesError], None] | None = None
+                        ) -> Transition:
     """Run ``attempt(retry_count)`` under the state's Retry and Catch rules.
 
     Retriers are scanned in order and the first whose ErrorEquals matches decides; each
@@ -284,7 +289,7 @@ def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Exec
                     execution.sleep(retry_delay(retrier, counts[retrier_index]))
                     continue
             if failed is not None:
-                failed()  # its history event, once no retry follows
+                failed(err)  # its history events, once no retry follows
             catcher = _matching_catcher(state.catch, err)
             if catcher is None:
                 raise
@@ -363,7 +368,8 @@ def _task(state: Task, data: Any, execution: Execution) -> Transition:
         _task_ended(state, execution, result, None)
         return flow.finish(result)
 
-    return with_error_handling(state, data, execution, attempt, entered)
+    return with_error_handling(state, data, execution, attempt, entered,
+                               _failed_events(state, execution))
 
 
 def _task_call(state: Task, flow: DataFlow) -> tuple[Any, str, Any]:
@@ -459,10 +465,7 @@ def _task_ended(state: Task, execution: Execution, result: Any,
         details.update(output=history.data(result), outputDetails=history.NOT_TRUNCATED)
     else:
         outcome = "TimedOut" if error.error == TIMEOUT else "Failed"
-        if error.error is not None:
-            details["error"] = error.error
-        if error.cause is not None:
-            details["cause"] = error.cause
+        details.update(_error_details(error))
     kind = prefix + outcome
     execution.emit(kind, {f"{kind[0].lower()}{kind[1:]}EventDetails": details})
 
@@ -524,9 +527,9 @@ def _wait_timestamp(state: Wait, effective: Any, flow: DataFlow) -> float:
         when = _wait_until(value)
         if when is None:
             error = QUERY_EVALUATION_ERROR if flow.jsonata else RUNTIME
-            raise StatesError(error, "The Timestamp field cannot be parsed as an ISO-8601 "
-                                     "extended offset date-time format string: "
-                                     f"{_shown(value)}")
+            raise located(StatesError(error, "The Timestamp field cannot be parsed as an "
+                                             "ISO-8601 extended offset date-time format "
+                                             f"string: {_shown(value)}"), "Timestamp")
         return when
     path = str(state.timestamp_path)  # the validator required one of the four
     try:
@@ -612,9 +615,9 @@ def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
         flow = DataFlow(state, data, execution, entered, retry_count)
         effective = flow.effective_input()
         execution.emit("ParallelStateStarted")
-        started[0] = True
         work = [BranchJob.make(state, i, branch, effective, execution)
                 for i, branch in enumerate(state.branches)]
+        started[0] = True
         outcomes = execution.run_parallel(
             work, 0, describe=lambda i: f"branch {i} of Parallel '{state.name}'",
             stop_on_error=True, state=state, inputs=[effective] * len(work))
@@ -623,17 +626,43 @@ def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
         return flow.finish([outcome.value for outcome in outcomes])
 
     return with_error_handling(state, data, execution, attempt, entered,
-                               _section_failed(execution, "ParallelStateFailed", started))
+                               _failed_events(state, execution, started))
 
 
-def _section_failed(execution: Execution, kind: str, started: list[bool]
-                    ) -> Callable[[], None]:
-    """A Parallel's or Map's failed event, recorded once its branches had started (an
-    error before, in its input or items, fails the state with none)."""
-    def failed() -> None:
-        if started[0]:
-            execution.emit(kind)
+def _failed_events(state: Task | Parallel | Map, execution: Execution,
+                   started: list[bool] | None = None) -> Callable[[StatesError], None]:
+    """The events of a Task, Parallel or Map failing (no retry follows), as AWS recorded
+    them (LocalStack's test_base_scenarios): a JSONata evaluation error's
+    EvaluationFailed, and a Parallel's or Map's ParallelStateFailed/MapStateFailed, which
+    an error of its branches or iterations, or of an evaluation, gets (an error of a
+    JSONPath field before them gets none)."""
+    def failed(err: StatesError) -> None:
+        evaluation = err.error == QUERY_EVALUATION_ERROR
+        if evaluation:
+            _evaluation_failed(state, execution, err, before_entry=True)
+        if started is not None and (evaluation or started[0]):
+            execution.emit(f"{type(state).__name__}StateFailed")
     return failed
+
+
+def _evaluation_failed(state: State, execution: Execution, err: StatesError,
+                       before_entry: bool) -> None:
+    """EvaluationFailed: error, cause (as the execution's), state and the field.
+    ``before_entry``: it links to the event before the state's entry (a Task, Parallel
+    or Map: LocalStack's test_map_state_items_input_types), else to the entry."""
+    err.evaluation_recorded = True  # type: ignore[attr-defined]
+    entered, before = execution.entered
+    if before_entry:
+        execution.source = before
+    if execution.events is None:
+        execution.emit("EvaluationFailed")
+        return
+    named = _named(err, state, entered)
+    details = {"error": named.error, "cause": named.cause, "state": state.name}
+    location = getattr(err, "location", None)
+    if location:
+        details["location"] = location
+    execution.emit("EvaluationFailed", {"evaluationFailedEventDetails": details})
 
 
 def _raise_first_failure(outcomes: list[Outcome]) -> None:
@@ -710,10 +739,11 @@ def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
                      f"'{expression_text(state.items) if is_expression(state.items) else state.items}'"
                      " specified for the field 'Items' returned")
             if kind not in ("null", "boolean", "number", "string", "object"):
-                raise StatesError(QUERY_EVALUATION_ERROR, f"{where} an unsupported result type.")
-            raise StatesError(QUERY_EVALUATION_ERROR,
-                              f"{where} an unexpected result type. Expected 'array', but was "
-                              f"'{kind}' for value: {compact_json(items)}")
+                raise located(StatesError(QUERY_EVALUATION_ERROR,
+                                          f"{where} an unsupported result type."), "Items")
+            raise located(StatesError(
+                QUERY_EVALUATION_ERROR, f"{where} an unexpected result type. Expected "
+                f"'array', but was '{kind}' for value: {compact_json(items)}"), "Items")
         return items
     try:
         items = flow.read(effective, state.items_path)
@@ -813,7 +843,6 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
         items = _map_items(state, effective, flow)
         execution.emit("MapStateStarted", None if execution.events is None else
                        {"mapStateStartedEventDetails": {"length": len(items)}})
-        started[0] = True
         tolerated_count, tolerated_percentage = _tolerance(state, effective, flow)
         inputs = []
         for index, item in enumerate(items):
@@ -824,26 +853,53 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
                               else flow.template(state.item_selector, effective, item_ctx))
             else:
                 inputs.append(item)
+        if state.distributed:
+            execution.emit("MapRunStarted", None if execution.events is None else
+                           {"mapRunStartedEventDetails": {"mapRunArn": _map_run_arn(
+                               state, execution)}})
         work = [BranchJob.make(state, i, state.iterator, item, execution)
                 for i, item in enumerate(inputs)]
+        started[0] = True
         outcomes = execution.run_parallel(
             work, max_concurrency,
             describe=lambda i: f"iteration {i} of Map '{state.name}'",
             stop_on_error=not tolerant, state=state, inputs=inputs)
-        if not tolerant:
-            _raise_first_failure(outcomes)
-        failures = [o for o in outcomes if o.error is not None]
-        if not _tolerated(len(failures), len(outcomes), tolerated_count,
-                          tolerated_percentage):
-            raise StatesError(EXCEED_TOLERATED_FAILURE_THRESHOLD,
-                              f"Map state '{state.name}': {len(failures)} of "
-                              f"{len(outcomes)} iterations failed")
+        try:
+            if not tolerant:
+                _raise_first_failure(outcomes)
+            failures = [o for o in outcomes if o.error is not None]
+            if not _tolerated(len(failures), len(outcomes), tolerated_count,
+                              tolerated_percentage):
+                raise StatesError(EXCEED_TOLERATED_FAILURE_THRESHOLD,
+                                  f"Map state '{state.name}': {len(failures)} of "
+                                  f"{len(outcomes)} iterations failed")
+        except StatesError as err:
+            if state.distributed:
+                execution.emit("MapRunFailed", None if execution.events is None else
+                               {"mapRunFailedEventDetails": _error_details(err)})
+            raise
+        if state.distributed:
+            execution.emit("MapRunSucceeded")
         execution.emit("MapStateSucceeded", link=False)
         return flow.finish([o.value if o.error is None else o.error.to_json()
                             for o in outcomes])
 
     return with_error_handling(state, data, execution, attempt, entered,
-                               _section_failed(execution, "MapStateFailed", started))
+                               _failed_events(state, execution, started))
+
+
+def _map_run_arn(state: Map, execution: Execution) -> str:
+    """A distributed Map's map run, named as AWS names it (its workflow, the state, an
+    id)."""
+    machine = execution.context_base["StateMachine"]["Name"]
+    return (f"arn:aws:states:{REGION}:{ACCOUNT}:mapRun:{machine}/{state.name}:"
+            f"{uuid.uuid4()}")
+
+
+def _error_details(err: StatesError) -> dict[str, str]:
+    """An error's ``error`` and ``cause`` in an event's details; an absent one left out."""
+    return {key: value for key, value in (("error", err.error), ("cause", err.cause))
+            if value is not None}
 
 
 _EXECUTORS: dict[type, Callable[[Any, Any, Execution], Transition]] = {

@@ -60,7 +60,9 @@ def read_input(args: argparse.Namespace) -> Any:
         else:
             text = args.input if args.input is not None else "{}"
             where = "--input"
-        return json.loads(text)
+        value = json.loads(text)
+        args.input_text = text  # as given: the history's ExecutionStarted keeps it
+        return value
     except OSError as exc:
         _die(f"cannot read the input file: {exc.strerror}: {args.input_file}")
     except json.JSONDecodeError as exc:
@@ -146,7 +148,9 @@ def _run(load: Callable[[], Orchestrator], args: argparse.Namespace, execution_i
             header["mpk_malloc"] = "routed" if malloc_routed() else "shared"
         _write_trace(args.trace, header, [r for r in trace.take() if not history.carried(r)])
     if args.history:
-        _write_history(args.history, result.history or [])
+        events = result.history or []
+        history.given_input(events, args.input_text)
+        _write_history(args.history, events)
     _write_result(result_fd, result.to_json())
     if result.status != SUCCEEDED:
         _report_failure(result)
