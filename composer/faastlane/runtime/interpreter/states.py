@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import queue
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -115,7 +116,8 @@ def _run_state(state: State, data: Any, execution: Execution) -> Transition:
     except Exception as err:  # noqa: BLE001 - every failure becomes the state's ASL error
         if (isinstance(err, StatesError) and err.error == QUERY_EVALUATION_ERROR
                 and not getattr(err, "evaluation_recorded", False)):
-            _evaluation_failed(state, execution, err, before_entry=False)
+            # As AWS recorded: after a Wait's entry, else where the entry linked to.
+            _evaluation_failed(state, execution, err, before_entry=type(state) is not Wait)
         named = _named(err, state, event_id)
         if named is err:
             raise
@@ -645,11 +647,15 @@ def _failed_events(state: Task | Parallel | Map, execution: Execution,
     return failed
 
 
+_FIELD_IN_CAUSE = re.compile(r"specified for the field '([^']*)'")
+
+
 def _evaluation_failed(state: State, execution: Execution, err: StatesError,
                        before_entry: bool) -> None:
     """EvaluationFailed: error, cause (as the execution's), state and the field.
-    ``before_entry``: it links to the event before the state's entry (a Task, Parallel
-    or Map: LocalStack's test_map_state_items_input_types), else to the entry."""
+    ``before_entry``: it links to the event before the state's entry (as in every
+    recording but a Wait's: LocalStack's test_map_state_items_input_types,
+    test_undefined_reference, test_wait_timestamp_jsonata), else to the entry."""
     err.evaluation_recorded = True  # type: ignore[attr-defined]
     entered, before = execution.entered
     if before_entry:
@@ -659,7 +665,9 @@ def _evaluation_failed(state: State, execution: Execution, err: StatesError,
         return
     named = _named(err, state, entered)
     details = {"error": named.error, "cause": named.cause, "state": state.name}
-    location = getattr(err, "location", None)
+    # The field, as deep as the cause names it ("Output/result"), else as evaluated.
+    named_field = _FIELD_IN_CAUSE.search(named.cause or "")
+    location = named_field[1] if named_field else getattr(err, "location", None)
     if location:
         details["location"] = location
     execution.emit("EvaluationFailed", {"evaluationFailedEventDetails": details})
