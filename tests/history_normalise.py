@@ -85,3 +85,18 @@ def matches(recorded: Any, ours: Any) -> bool:
                               for part in re.split(r"(<[^<>]+>)", recorded))
             return re.fullmatch(pattern, ours, re.DOTALL) is not None
     return recorded == ours
+
+
+def lambda_payloads_dropped(value: Any) -> Any:
+    """What a Lambda function answered, down to what the workflow decides on: an error's
+    ``errorType`` and ``errorMessage`` (not its stack trace or request id), a
+    ``lambda:invoke`` response's status (not its payload, headers or request id)."""
+    if isinstance(value, dict):
+        if "errorType" in value and "errorMessage" in value:
+            return {k: value[k] for k in ("errorType", "errorMessage")}
+        if "SdkHttpMetadata" in value:
+            return {k: value.get(k) for k in ("StatusCode", "ExecutedVersion")}
+        return {k: lambda_payloads_dropped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [lambda_payloads_dropped(v) for v in value]
+    return value
