@@ -13,6 +13,11 @@ import pytest
 from history_normalise import lambda_payloads_dropped, matches, normalised
 
 from .apps import chain, faastlane, task, write_app
+from .local_aws import (
+    LocalAws,
+    fresh_aws,  # noqa: F401  (a pytest fixture)
+    local_aws_endpoints,  # noqa: F401  (a pytest fixture)
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "history-lambda"
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:"
@@ -144,3 +149,40 @@ def test_no_history_file_without_the_option_and_graph_reads_one(tmp_path: Path) 
                       str(tmp_path / "history.json"))
     assert drawn.code == 0, drawn.stderr
     assert "Only" in (tmp_path / "g.svg").read_text()
+
+
+def test_service_integrations_record_task_events(aws: LocalAws, tmp_path: Path) -> None:
+    # The details AWS recorded for failed service calls (LocalStack's
+    # test_put_item_no_such_table, test_no_such_bucket): TaskScheduled with the
+    # parameters, region, resource and resourceType, TaskStarted, TaskFailed.
+    caught = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Done"}]
+    workflow = chain(
+        ("Save", {"Type": "Task", "Resource": "arn:aws:states:::dynamodb:putItem",
+                  "Parameters": {"TableName": "no-such-table",
+                                 "Item": {"id": {"S": "id1"}}}, "Catch": caught}),
+        ("Done", {"Type": "Pass"}),
+        ("List", {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:s3:listObjects",
+                  "Parameters": {"Bucket": "no-such-bucket"}, "End": True}))
+    app = write_app(tmp_path / "app", workflow, {})
+    out = tmp_path / "history.json"
+    done = faastlane("run", str(app), "--history", str(out), env=aws.environment())
+    assert done.code == 1, done.stderr
+    events = json.loads(out.read_text())["events"]
+    assert [e["type"] for e in events] == [
+        "ExecutionStarted", "TaskStateEntered", "TaskScheduled", "TaskStarted", "TaskFailed",
+        "TaskStateExited", "PassStateEntered", "PassStateExited", "TaskStateEntered",
+        "TaskScheduled", "TaskStarted", "TaskFailed", "ExecutionFailed"]
+    assert events[2]["taskScheduledEventDetails"] == {
+        "resourceType": "dynamodb", "resource": "putItem", "region": "us-east-1",
+        "parameters": '{"TableName":"no-such-table","Item":{"id":{"S":"id1"}}}'}
+    assert events[3]["taskStartedEventDetails"] == {"resourceType": "dynamodb",
+                                                    "resource": "putItem"}
+    failed = events[4]["taskFailedEventDetails"]
+    assert failed["error"] == "DynamoDB.ResourceNotFoundException"
+    assert (failed["resourceType"], failed["resource"]) == ("dynamodb", "putItem")
+    assert failed["cause"].startswith("Requested resource not found (Service: AmazonDynamoDBv2")
+    listed = events[11]["taskFailedEventDetails"]
+    assert (listed["resourceType"], listed["resource"]) == ("aws-sdk:s3", "listObjects")
+    assert listed["error"] == "S3.NoSuchBucketException"
+    assert events[12]["executionFailedEventDetails"]["error"] == "S3.NoSuchBucketException"
+    assert [e["previousEventId"] for e in events] == [0, 0, *range(2, 13)]
