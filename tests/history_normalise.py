@@ -74,7 +74,7 @@ def matches(recorded: Any, ours: Any) -> bool:
                 and all(matches(recorded[k], ours[k]) for k in recorded))
     if isinstance(recorded, list):
         return (isinstance(ours, list) and len(recorded) == len(ours)
-                and all(matches(r, o) for r, o in zip(recorded, ours)))
+                and all(matches(r, o) for r, o in zip(recorded, ours, strict=True)))
     if isinstance(recorded, str) and isinstance(ours, (str, dict, list)):
         if recorded in _WHOLE_PLACEHOLDERS or recorded.startswith("<") and \
                 recorded.endswith(">") and recorded.count("<") == 1:

@@ -50,7 +50,7 @@ def assert_same_history(recorded_events: list[dict], ours: list[dict]) -> None:
     want = lambda_payloads_dropped(normalised(recorded_events))
     got = lambda_payloads_dropped(normalised(ours))
     assert [e["type"] for e in got] == [e["type"] for e in want]
-    for w, g in zip(want, got):
+    for w, g in zip(want, got, strict=True):
         assert matches(w, g), f"recorded {json.dumps(w)}\nours     {json.dumps(g)}"
 
 

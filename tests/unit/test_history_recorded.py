@@ -66,7 +66,7 @@ def recorded(name: str) -> dict[str, Any]:
 def assert_same_history(recorded_events: list[dict], ours: list[dict]) -> None:
     want, got = normalised(recorded_events), normalised(ours)
     assert [e["type"] for e in got] == [e["type"] for e in want]
-    for w, g in zip(want, got):
+    for w, g in zip(want, got, strict=True):
         assert matches(w, g), f"recorded {json.dumps(w)}\nours     {json.dumps(g)}"
 
 

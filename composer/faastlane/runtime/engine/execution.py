@@ -372,7 +372,7 @@ class Execution:
         their causes cite the ids the events have now."""
         base = self.next_id()
         jobs = []
-        for job, outcome in zip(work, outcomes):
+        for job, outcome in zip(work, outcomes, strict=True):
             sent = history.job_events(outcome.records)  # from a fork or a pool worker
             if getattr(state, "distributed", False):
                 continue  # a map run: AWS records its iterations in child executions
@@ -391,7 +391,7 @@ class Execution:
             first = next(i for i, o in enumerate(outcomes) if o.error is not None)
             jobs = jobs[:first + 1]
         offsets = history.merge(self, base, jobs, is_map, succeeded)
-        for outcome, offset in zip(outcomes, offsets):
+        for outcome, offset in zip(outcomes, offsets, strict=False):  # jobs cut short
             if outcome.error is not None and offset:
                 outcome.error.cause = history.recite(outcome.error.cause, base, offset)
 

@@ -73,7 +73,8 @@ class DataFlow:
         try:
             return evaluate_field(value, field, bound, self.variables)
         except StatesError as err:
-            raise located(err, field)
+            located(err, field)
+            raise
 
     def read(self, source: Any, path: str) -> Any:
         """A JSONPath path field (``$.x``, ``$$.x`` or a variable ``$name``)."""
