@@ -159,22 +159,21 @@ class Execution:
     def enter_state(self, state: Any, data: Any) -> int:
         """Record entry into ``state`` with input ``data``: the event's id, which error
         causes cite ("entered at the event id #N")."""
-        kind = f"{type(state).__name__}StateEntered"
         before = self.source
-        if self.events is None:
-            event_id = self.emit(kind)
+        if self.events is None:  # only numbered: the common case, kept short
+            event_id = self.source = next(self._events)
         else:
-            event_id = self.emit(kind, {"stateEnteredEventDetails": {
-                "name": state.name, "input": history.data(data),
-                "inputDetails": history.NOT_TRUNCATED}})
+            event_id = self.emit(f"{type(state).__name__}StateEntered", {
+                "stateEnteredEventDetails": {"name": state.name, "input": history.data(data),
+                                             "inputDetails": history.NOT_TRUNCATED}})
         self.entered = (event_id, before)
         return event_id
 
     def exit_state(self, state: Any, output: Any) -> None:
-        kind = f"{type(state).__name__}StateExited"
         if self.events is None:
-            self.emit(kind)
+            self.source = next(self._events)
             return
+        kind = f"{type(state).__name__}StateExited"
         details = {"name": state.name, "output": history.data(output),
                    "outputDetails": history.NOT_TRUNCATED}
         if self.assigned:
