@@ -140,6 +140,8 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     text = read_input(args)
+    if args.history and not os.path.isdir(os.path.dirname(os.path.abspath(args.history))):
+        raise FaastlaneError(f"--history {args.history}: its folder does not exist")
     with tempfile.TemporaryDirectory(prefix="faastlane-run-", dir=_scratch_parent()) as scratch:
         out = args.keep or os.path.join(scratch, "action")
         compose(args.app, out, **planning(args))

@@ -140,10 +140,13 @@ def test_forked_branches_and_iterations_send_their_events_back(tmp_path: Path,
         assert _shape(events) == _shape(plain)
 
 
-def test_no_history_file_without_the_option_and_graph_reads_one(tmp_path: Path) -> None:
+def test_no_history_without_the_option_a_bad_path_refused_and_graph_reads_it(tmp_path: Path) -> None:
     app = write_app(tmp_path / "app", chain(("Only", task("echo"))), {"echo": IDENTITY})
     done = faastlane("run", str(app), "--input", "{}")
     assert done.code == 0 and not list(tmp_path.glob("*.json"))
+    missing = faastlane("run", str(app), "--history", str(tmp_path / "no" / "h.json"))
+    assert missing.code == 2 and "its folder does not exist" in missing.stderr
+    assert "Traceback" not in missing.stderr
     run_with_history(app, tmp_path, "--input", "{}")
     drawn = faastlane("graph", str(app), "-o", str(tmp_path / "g.svg"), "--trace",
                       str(tmp_path / "history.json"))
