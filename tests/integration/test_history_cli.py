@@ -140,7 +140,8 @@ def test_forked_branches_and_iterations_send_their_events_back(tmp_path: Path,
         assert _shape(events) == _shape(plain)
 
 
-def test_no_history_without_the_option_a_bad_path_refused_and_graph_reads_it(tmp_path: Path) -> None:
+def test_no_history_without_the_option_a_bad_path_refused_and_graph_reads_it(
+        tmp_path: Path) -> None:
     app = write_app(tmp_path / "app", chain(("Only", task("echo"))), {"echo": IDENTITY})
     done = faastlane("run", str(app), "--input", "{}")
     assert done.code == 0 and not list(tmp_path.glob("*.json"))
