@@ -122,3 +122,19 @@ def test_without_the_history_no_events_are_built_and_causes_are_the_same() -> No
     assert execution.events is None
     aws = case["events"][-1]["executionFailedEventDetails"]["cause"]
     assert "(entered at the event id #4)" in aws and matches(aws, caught.value.cause)
+
+
+def test_the_workflow_timeout_ends_the_history_with_execution_timed_out(
+        history_on: None) -> None:
+    definition = {"TimeoutSeconds": 1, "StartAt": "W",
+                  "States": {"W": {"Type": "Wait", "Seconds": 5, "End": True}}}
+    execution = Execution("wf", {}, FunctionRegistry("/nonexistent", {}), Options(),
+                          timeout_seconds=0.2)
+    history.started(execution, {})
+    with pytest.raises(StatesError) as caught:
+        run_machine(machine_from_asl(definition), {}, execution)
+    history.ended(execution, error=caught.value)
+    assert execution.events is not None
+    assert [(e["id"], e["previousEventId"], e["type"]) for e in execution.events] == [
+        (1, 0, "ExecutionStarted"), (2, 0, "WaitStateEntered"), (3, 2, "ExecutionTimedOut")]
+    assert execution.events[-1]["executionTimedOutEventDetails"]["error"] == "States.Timeout"
