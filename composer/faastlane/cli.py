@@ -96,6 +96,9 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
     run.add_argument("--trace", nargs="?", const="-", metavar="FILE",
                      help="write a per-state timeline (JSON lines) to FILE, apart from the "
                           "functions' output (without FILE: to stderr)")
+    run.add_argument("--history", metavar="FILE",
+                     help="write the execution history to FILE: the events Step Functions "
+                          "records, in GetExecutionHistory's JSON shape")
     run.add_argument("--keep", metavar="DIR",
                      help="compose into DIR and keep it (default: a temporary folder)")
     add_planning(run)
@@ -140,6 +143,8 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     text = read_input(args)
+    if args.history and not os.path.isdir(os.path.dirname(os.path.abspath(args.history))):
+        raise FaastlaneError(f"--history {args.history}: its folder does not exist")
     with tempfile.TemporaryDirectory(prefix="faastlane-run-", dir=_scratch_parent()) as scratch:
         out = args.keep or os.path.join(scratch, "action")
         compose(args.app, out, **planning(args))
@@ -151,6 +156,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.trace:
             command += ["--trace", args.trace if args.trace == "-"
                         else os.path.abspath(args.trace)]
+        if args.history:
+            command += ["--history", os.path.abspath(args.history)]
         # The composed action is its own program: the same one OpenWhisk or Lambda loads.
         code = _run_action(command)
     if code in (0, 1, 2):
