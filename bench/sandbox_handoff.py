@@ -8,9 +8,11 @@ three ways measured side by side in one process:
 - ``sandbox``: in its warm sandbox process (``--isolation process``), request and reply
   over the sandbox's socket, round trip;
 - ``fork``: one forked process per call (``-P``, and ``--isolation process`` before the
-  sandboxes), round trip.
-
-A hand-off (one direction) is about half a round trip. Payloads: ``1KB`` (a 1 KB string
+  sandboxes), round trip;
+- ``hand-off``: one direction, from the call to the sandboxed function's first line (a
+  function that returns ``time.perf_counter()`` as it starts: the monotonic clock is
+  the same in every process).
+ Payloads: ``1KB`` (a 1 KB string
 field), ``1MB-str`` (a 1 MiB string field, as an image in base64 travels), ``1MB-rows``
 (25,000 small objects, ~1.2 MB of JSON). Medians over ``--calls`` calls; nothing is
 asserted:
@@ -57,13 +59,17 @@ def main() -> None:
     os.makedirs(os.path.join(root, "functions"))
     with open(os.path.join(root, "functions", "echo.py"), "w", encoding="utf-8") as handle:
         handle.write("def handler(event, context):\n    return event\n")
+    with open(os.path.join(root, "functions", "stamp.py"), "w", encoding="utf-8") as handle:
+        handle.write("import time\n\n\ndef handler(event, context):\n"
+                     "    return time.perf_counter()\n")
     spec = FunctionSpec("echo", "functions/echo.py", "handler", LAMBDA)
-    sandboxes = Sandboxes(root, [spec], slots=1)
+    stamp = FunctionSpec("stamp", "functions/stamp.py", "handler", LAMBDA)
+    sandboxes = Sandboxes(root, [spec, stamp], slots=1)
     sandboxes.warm()
     sandboxes.ready()
     loaded = LoadedFunction(spec, load_module(root, spec))
-    print(f"{'payload':10} {'thread ms':>10} {'sandbox ms':>11} {'fork ms':>9}"
-          f"  (round trips; medians of {args.calls} calls)")
+    print(f"{'payload':10} {'thread ms':>10} {'sandbox ms':>11} {'fork ms':>9} "
+          f"{'hand-off ms':>12}  (round trips, then one way; medians of {args.calls} calls)")
     try:
         for name, event in PAYLOADS.items():
             def in_sandbox(event: Any = event) -> Any:
@@ -75,7 +81,14 @@ def main() -> None:
             sandbox = _median_ms(in_sandbox, args.calls)
             fork = _median_ms(lambda e=event: run_forked([lambda: loaded.invoke(e)], 1),
                               max(10, args.calls // 10))
-            print(f"{name:10} {thread:10.3f} {sandbox:11.3f} {fork:9.3f}")
+            one_way = []
+            for _ in range(args.calls):
+                began = time.perf_counter()
+                entered = sandboxes.call("stamp", {"state": "stamp", "event": event,
+                                                   "timeout": None, "env": {}}, None)["value"]
+                one_way.append(entered - began)
+            handoff = statistics.median(one_way) * 1000
+            print(f"{name:10} {thread:10.3f} {sandbox:11.3f} {fork:9.3f} {handoff:12.3f}")
     finally:
         sandboxes.close()
 
