@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from faastlane.cli_options import planning, read_input
+from faastlane.cli_options import planning, project_options, read_input
 from faastlane.compose.app import load_app
 
 from . import bundle, image_bundle
@@ -194,8 +194,8 @@ def _checked_lambda(args: argparse.Namespace) -> LambdaClient:
     settings' bounds) are known to be complete: before packaging, which can take long.
     The deployer checks again before it creates anything."""
     client = LambdaClient(args.profile, args.region)
-    check_lambda(client, args.name or load_app(args.app).name, args.role, args.memory,
-                 args.timeout)
+    check_lambda(client, args.name or load_app(args.app, project_options(args)).name,
+                 args.role, args.memory, args.timeout)
     return client
 
 
@@ -203,7 +203,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     _check_image_options(args)
     environment = parse_environment(args.env, args.target, os.environ)
     if environment:
-        for line in shadowed(environment, load_app(args.app).functions):
+        for line in shadowed(environment, load_app(args.app, project_options(args)).functions):
             _say(line)
     with tempfile.TemporaryDirectory(prefix="faastlane-deploy-") as scratch:
         if args.target == "openwhisk":
