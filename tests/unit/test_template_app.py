@@ -122,7 +122,7 @@ Resources:
         States:
           A:
             Type: Task
-            Resource: !Sub "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${Fn}"
+            Resource: !Sub arn:aws:lambda:${AWS::Region}:${AWS::AccountId}:function:${Fn}
             End: true
   Fn:
     Type: AWS::Serverless::Function
@@ -141,7 +141,6 @@ States:
     Next: Ech
 """})
     app = load_app(str(tmp_path))
-    problem = check_app(app)[1][0]
-    assert (problem.file, problem.pointer, problem.line) == (
-        "workflow.asl.yaml", "/States/Echo/Next", 6)
+    problem = next(p for p in check_app(app)[1] if p.pointer == "/States/Echo/Next")
+    assert (problem.file, problem.line) == ("workflow.asl.yaml", 6)
     assert "did you mean 'Echo'?" in problem.message
