@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from faastlane.asl.problem import Problem, child
+from faastlane.asl.problem import Problem
 from faastlane.compose.app import function_setting_problem, handler_problem
 
 from .intrinsics import Unresolved
@@ -45,12 +45,12 @@ def _number(value: Any, where: str, what: str) -> Any:
 
 def _code_dir(reader: _Reader, resource: Resource, props: dict[str, Any],
               metadata: dict[str, Any]) -> str:
-    where = child(resource.where, "Properties")
     if "InlineCode" in props or isinstance(props.get("Code"), dict) and "ZipFile" in props["Code"]:
-        raise _Unusable(where, "inline code is not supported: put the function in a folder "
-                               "and name it with CodeUri")
+        raise _Unusable(resource.at("InlineCode" if "InlineCode" in props else "Code"),
+                        "inline code is not supported: put the function in a folder and "
+                        "name it with CodeUri")
     if props.get("PackageType") == "Image":
-        raise _Unusable(child(where, "PackageType"), "a container-image function is not "
+        raise _Unusable(resource.at("PackageType"), "a container-image function is not "
                         "supported: Faastlane runs Python functions from their code folder")
     key = "CodeUri" if resource.type == "AWS::Serverless::Function" else "Code"
     code = props.get(key, "." if key == "CodeUri" else None)
@@ -58,11 +58,11 @@ def _code_dir(reader: _Reader, resource: Resource, props: dict[str, Any],
     if not isinstance(code, str) and isinstance(asset, str):
         code = asset  # cdk synth: the asset folder beside the template
     if not isinstance(code, str):
-        raise _Unusable(child(where, key), f"{key} must name a local folder (code in S3 "
+        raise _Unusable(resource.at(key), f"{key} must name a local folder (code in S3 "
                         "cannot be run locally: use the template before `sam package`)")
     path = os.path.normpath(os.path.join(reader.root, code))
     if not os.path.isdir(path):
-        raise _Unusable(child(where, key), f"{key} {code}: no folder "
+        raise _Unusable(resource.at(key), f"{key} {code}: no folder "
                         f"{os.path.relpath(path, reader.root)}")
     return path
 
@@ -72,48 +72,49 @@ def read_function(reader: _Reader, resource: Resource, name: str,
     """The function, or the problem that makes it unusable here."""
     from .template import TemplateFunction
 
-    where = child(resource.where, "Properties")
     try:
-        props = {key: reader.resolver.resolve(resource.properties[key], child(where, key))
+        props = {key: reader.resolver.resolve(resource.properties[key], resource.at(key))
                  for key in _READ if key in resource.properties}
         runtime = props.get("Runtime")
         if runtime is not None and not (isinstance(runtime, str) and runtime.startswith("python3")):
-            raise _Unusable(child(where, "Runtime"), f"Runtime {runtime}: Faastlane runs Python "
+            raise _Unusable(resource.at("Runtime"), f"Runtime {runtime}: Faastlane runs Python "
                                                      "functions only (python3.x)")
         code_dir = _code_dir(reader, resource, props, metadata)
         handler = props.get("Handler")
         if not isinstance(handler, str) or "." not in handler:
-            raise _Unusable(child(where, "Handler"), "Handler must be module.function "
+            raise _Unusable(resource.at("Handler"), "Handler must be module.function "
                                                      "(app.lambda_handler)")
         module, _, entry = handler.rpartition(".")
         module_file = module.replace(".", "/") + ".py"
         shown = os.path.relpath(os.path.join(code_dir, module_file), reader.root)
         if not os.path.isfile(os.path.join(code_dir, module_file)):
-            raise _Unusable(child(where, "Handler"), f"Handler {handler}: no {shown}")
+            raise _Unusable(resource.at("Handler"), f"Handler {handler}: no {shown}")
         found = handler_problem(os.path.join(code_dir, module_file), shown, entry)
         if found is not None:
             if found.line is not None:
                 return None, found  # a syntax error, in its own file
-            raise _Unusable(child(where, "Handler"), f"Handler {handler}: {shown} {found.message}")
+            raise _Unusable(resource.at("Handler"), f"Handler {handler}: {shown} {found.message}")
         environment = (props.get("Environment") or {}).get("Variables") or {}
         environment = {key: value if isinstance(value, str) else
                        str(value).lower() if isinstance(value, bool) else str(value)
                        for key, value in environment.items()}
         settings = {"environment": environment}
         if "Timeout" in props:
-            settings["timeout"] = _number(props["Timeout"], child(where, "Timeout"), "Timeout")
+            settings["timeout"] = _number(props["Timeout"], resource.at("Timeout"), "Timeout")
         if "MemorySize" in props:
-            settings["memory"] = _number(props["MemorySize"], child(where, "MemorySize"),
+            settings["memory"] = _number(props["MemorySize"], resource.at("MemorySize"),
                                          "MemorySize")
         for key, value in settings.items():
             problem = function_setting_problem(key, value)
             if problem is not None:
                 property_name = {"environment": "Environment", "timeout": "Timeout",
                                  "memory": "MemorySize"}[key]
-                raise _Unusable(child(where, property_name), f"{property_name} {problem}")
+                raise _Unusable(resource.at(property_name), f"{property_name} {problem}")
     except Unresolved as exc:
         return None, reader.at.place(exc.where, str(exc))
     except _Unusable as exc:
-        return None, reader.at.place(exc.where, str(exc))
+        inherited = f" (in Globals, for {resource.logical_id})" \
+            if exc.where.startswith("/Globals/") else ""
+        return None, reader.at.place(exc.where, str(exc) + inherited)
     return TemplateFunction(resource.logical_id, name, code_dir, module_file, entry,
                             environment, settings.get("timeout"), settings.get("memory")), None

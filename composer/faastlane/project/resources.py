@@ -49,6 +49,13 @@ class Resource:
     type: str
     properties: dict[str, Any]
     where: str  # its JSON pointer: /Resources/ID
+    inherited: frozenset[str] = frozenset()  # properties from SAM's Globals
+
+    def at(self, key: str) -> str:
+        """Where a property is written: in its Properties, or in Globals."""
+        if key in self.inherited:
+            return f"/Globals/Function/{key}"
+        return f"{self.where}/Properties/{key}"
 
 
 def generated_name(stack: str, logical_id: str, limit: int = 255, lower: bool = False) -> str:

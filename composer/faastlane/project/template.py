@@ -191,9 +191,11 @@ class _Reader:
                     self.problem(exc.where, str(exc))
                     continue
             properties = raw.get("Properties") or {}
+            inherited: frozenset[str] = frozenset()
             if raw["Type"] == "AWS::Serverless::Function" and isinstance(globals_, dict):
+                inherited = frozenset(globals_) - frozenset(properties)
                 properties = _with_globals(globals_, properties)
-            out[logical_id] = Resource(logical_id, raw["Type"], properties, where)
+            out[logical_id] = Resource(logical_id, raw["Type"], properties, where, inherited)
         return out
 
     def read(self) -> Project:
@@ -342,10 +344,11 @@ class _Reader:
             project.unresolved.add(located.prefix + pointer)
             if name in failed:
                 continue  # its substitution's own problem says why
-            listed = ", ".join(sorted(substitutions)) or "none"
+            declared = [*substitutions, *failed]
+            listed = ", ".join(sorted(declared)) or "none"
             project.problems.append(located.place(
                 pointer, f"${{{name}}} is not in the state machine's DefinitionSubstitutions "
-                         f"(it has: {listed}){did_you_mean(name, substitutions)}"))
+                         f"(it has: {listed}){did_you_mean(name, declared)}"))
 
     # -- functions ---------------------------------------------------------------------
 
