@@ -33,7 +33,7 @@ from faastlane.inspect.waivers import Waiver
 from . import limits
 from .archive import Archive, write_zip
 from .errors import RuntimeNotBuilt
-from .vendoring import requirement_files, vendor
+from .vendoring import app_requirements, vendor
 
 OPENWHISK_KIND = "python:3.11"
 RUNTIME_IMAGE_KIND = "python:3.13"  # the Faastlane runtime image's cpython-mpk
@@ -92,7 +92,7 @@ def package_openwhisk(app_path: str, out_zip: str, kind: str = OPENWHISK_KIND,
     with tempfile.TemporaryDirectory(prefix="faastlane-package-") as scratch:
         action = write_action(composition, os.path.join(scratch, "action"))
         trees = [(action, "")]
-        vendored = vendor(requirement_files(composition.app.root), _kind_version(kind))
+        vendored = vendor(app_requirements(composition.app), _kind_version(kind))
         if vendored:
             trees.append((vendored, ""))
         inspect_shipment(action, _waivers(composition), trees[1:])  # before zipping
@@ -119,7 +119,7 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
         # Checked before compressing anything: zipping 250 MB only to refuse it is slow.
         limits.LAMBDA_UNZIPPED.check(_tree_size(action), f"{composition.app.name}'s function")
         trees = [(library, "python/")]
-        vendored = vendor(requirement_files(composition.app.root), version)
+        vendored = vendor(app_requirements(composition.app), version)
         if vendored:
             trees.append((vendored, "python/"))
             # No upload route lifts this limit; say so before scanning and zipping it all.

@@ -80,7 +80,8 @@ def register(commands: Any, add_planning: Callable[[argparse.ArgumentParser], No
                     "kind); for Lambda function.zip and layer.zip (and runtime-layer.zip "
                     "with --custom-runtime). Dependencies from requirements.txt files are "
                     "vendored.")
-    package.add_argument("app", metavar="APP", help="the app folder")
+    package.add_argument("app", metavar="APP",
+                         help="the app folder, or a SAM / CloudFormation template")
     _add_target(package)
     package.add_argument("-o", "--output", metavar="OUT",
                          help="OpenWhisk: the zip to write; Lambda: the folder for the zips "
@@ -92,7 +93,8 @@ def register(commands: Any, add_planning: Callable[[argparse.ArgumentParser], No
         "deploy", help="create or update the action / function",
         description="Package APP and create or update it on the platform: an OpenWhisk "
                     "action (PUT ...?overwrite=true) or a Lambda function with its layers.")
-    deploy.add_argument("app", metavar="APP", help="the app folder")
+    deploy.add_argument("app", metavar="APP",
+                        help="the app folder, or a SAM / CloudFormation template")
     _add_target(deploy)
     deploy.add_argument("--name", help="the action / function name (default: the app's)")
     _add_packaging(deploy)

@@ -42,7 +42,7 @@ from .images import (
     resolve_base,
     runtime_image,
 )
-from .vendoring import requirement_files, vendor
+from .vendoring import app_requirements, vendor
 
 LAMBDA_TASK_ROOT = "/var/task"
 
@@ -78,7 +78,7 @@ def package_openwhisk_image(app_path: str, out_zip: str, base: str | None = None
     """action.zip plus, when the app has requirements, the derived image holding them."""
     composition = prepare(app_path, **planning)
     name = composition.app.name
-    requirements = requirement_files(composition.app.root)
+    requirements = app_requirements(composition.app)
     waivers = app_waivers(composition.app.settings.inspector_waivers)
     built: BuiltImage | None = None
     if requirements or base is None:
@@ -120,7 +120,7 @@ def package_lambda_image(app_path: str, base: str | None = None,
     source = resolve_base(base)
     with tempfile.TemporaryDirectory(prefix="faastlane-package-") as scratch:
         action = write_action(composition, os.path.join(scratch, "action"))
-        trees = [t for t in (vendor(requirement_files(composition.app.root), source.version),
+        trees = [t for t in (vendor(app_requirements(composition.app), source.version),
                              vendor([], source.version, [RUNTIME_INTERFACE_CLIENT])) if t]
         report = inspect_shipment(action, waivers, [(t, source.site + "/") for t in trees])
         # The big, rarely changing packages first: a code change rebuilds one small layer.

@@ -15,9 +15,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 
 from faastlane import cache
-from faastlane.compose.app import FUNCTIONS_DIR
+from faastlane.compose.app import FUNCTIONS_DIR, App
 
 from .errors import VendoringFailed
 
@@ -26,18 +27,26 @@ REQUIREMENTS = "requirements.txt"
 WHEEL_PLATFORM = "manylinux2014_x86_64"
 
 
-def requirement_files(app_root: str) -> list[str]:
-    """The app's requirements files, the app-wide one first, then per function by name."""
+def app_requirements(app: App) -> list[str]:
+    """The requirements files of an app folder or of a template's code folders."""
+    return requirement_files(app.root, app.code.values())
+
+
+def requirement_files(app_root: str, code_dirs: Iterable[str] = ()) -> list[str]:
+    """The app's requirements files, the app-wide one first, then per function by name;
+    for a template, those of its functions' code folders (``code_dirs``)."""
     found = []
     top = os.path.join(app_root, REQUIREMENTS)
     if os.path.isfile(top):
         found.append(top)
     functions = os.path.join(app_root, FUNCTIONS_DIR)
-    if os.path.isdir(functions):
-        for name in sorted(os.listdir(functions)):
-            candidate = os.path.join(functions, name, REQUIREMENTS)
-            if os.path.isfile(candidate):
-                found.append(candidate)
+    folders = list(code_dirs) or ([os.path.join(functions, name)
+                                   for name in sorted(os.listdir(functions))]
+                                  if os.path.isdir(functions) else [])
+    for folder in folders:
+        candidate = os.path.join(folder, REQUIREMENTS)
+        if os.path.isfile(candidate) and candidate not in found:
+            found.append(candidate)
     return found
 
 
