@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
 from faastlane.asl.problem import Problem, summary
-from faastlane.compose.action import check_app, compose, shown_root, warn
+from faastlane.compose.action import check_app, compose, prepare, shown_root, warn, write_action
 from faastlane.compose.app import WORKFLOW_FILE, load_app
 from faastlane.deploy.commands import COMMANDS as DEPLOY_COMMANDS
 from faastlane.deploy.commands import register as register_deploy
@@ -159,12 +159,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     text = read_input(args)
     with tempfile.TemporaryDirectory(prefix="faastlane-run-", dir=_scratch_parent()) as scratch:
         out = args.keep or os.path.join(scratch, "action")
-        compose(args.app, out, **planning(args))
+        composition = prepare(args.app, **planning(args))
+        write_action(composition, out)
         input_file = os.path.join(scratch, "input.json")
         with open(input_file, "w", encoding="utf-8") as handle:
             handle.write(text)
         command = [sys.executable, out, "--input-file", input_file,
                    "--source-root", os.path.abspath(shown_root(args.app))]
+        command += [f"--source-folder={folder}={source}"  # a template's code folders
+                    for folder, source in composition.app.code.items()]
         if args.trace:
             command += ["--trace", args.trace if args.trace == "-"
                         else os.path.abspath(args.trace)]

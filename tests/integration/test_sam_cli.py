@@ -66,6 +66,7 @@ States:
 """
 # Writes the order into the template's table through whatever endpoint the run set.
 RECORD = """\
+import os
 
 import boto3
 
@@ -219,6 +220,16 @@ def test_an_app_folder_with_a_yaml_workflow_runs(tmp_path: Path) -> None:
     done = faastlane("run", str(app), "--input", '{"a": 1}')
     assert done.code == 0, done.stderr
     assert done.json == {"echo": {"a": 1}}
+
+
+def test_a_failing_function_is_shown_in_its_own_code_folder(tmp_path: Path) -> None:
+    failing = "def lambda_handler(event, context):\n    raise KeyError('nope')\n"
+    template = _project(tmp_path, record=failing)
+    done = faastlane("run", str(template), env=clean_environment())
+    assert done.code == 1
+    assert done.json["Error"] == "KeyError"
+    source = template.parent / "functions" / "record" / "app.py"
+    assert f'File "{source}", line 2, in lambda_handler' in done.stderr, done.stderr
 
 
 def test_sigterm_stops_the_run_and_its_embedded_local_aws(tmp_path: Path) -> None:
