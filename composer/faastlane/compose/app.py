@@ -127,7 +127,7 @@ def load_app(path: str, options: ProjectOptions | None = None) -> App:
         return load_project(path, options)
     root = os.path.abspath(path)
     if not os.path.isdir(root):
-        raise AppError(f"no app folder or template at {path}")
+        raise AppError(f"no app folder at {path}")
     problems: list[Problem] = []
     workflow_text, origin = _read_workflow(root, path, problems)
     settings = _load_settings(root, problems)
