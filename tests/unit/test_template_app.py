@@ -9,6 +9,7 @@ from pathlib import Path
 
 from faastlane.compose.action import check_app
 from faastlane.compose.app import load_app
+from faastlane.project.parameters import ProjectOptions
 
 HANDLER = "def handler(event, context):\n    return event\n"
 
@@ -144,3 +145,49 @@ States:
     problem = next(p for p in check_app(app)[1] if p.pointer == "/States/Echo/Next")
     assert (problem.file, problem.line) == ("workflow.asl.yaml", 6)
     assert "did you mean 'Echo'?" in problem.message
+
+
+def test_the_templates_other_state_machines_are_carried_for_start_execution(
+        tmp_path: Path) -> None:
+    _write(tmp_path, {"fn/app.py": HANDLER, "template.yaml": """\
+Resources:
+  Main:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      Definition:
+        StartAt: Start
+        States:
+          Start:
+            Type: Task
+            Resource: arn:aws:states:::states:startExecution.sync:2
+            Parameters: {StateMachineArn: !Ref Child, Input.$: $}
+            End: true
+  Child:
+    Type: AWS::StepFunctions::StateMachine
+    Properties:
+      StateMachineName: child-flow
+      Definition:
+        StartAt: A
+        States:
+          A: {Type: Task, Resource: !GetAtt Fn.Arn, End: true}
+  Broken:
+    Type: AWS::StepFunctions::StateMachine
+    Properties:
+      Definition:
+        StartAt: A
+        States:
+          A: {Type: Task, Resource: !GetAtt Missing.Arn, End: true}
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties: {CodeUri: fn/, Handler: app.handler, Runtime: python3.11}
+"""})
+    app = load_app(str(tmp_path / "template.yaml"), ProjectOptions(state_machine="Main"))
+    assert json.loads(app.workflow_text)["States"]["Start"]["Parameters"][
+        "StateMachineArn"] == "arn:aws:states:us-east-1:123456789012:stateMachine:child-flow"
+    assert app.state_machines == {"child-flow": {"StartAt": "A", "States": {"A": {
+        "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:Fn",
+        "End": True}}}}
+    warning, = app.warnings
+    assert (warning.file, warning.pointer) == ("template.yaml", "/Resources/Broken")
+    assert "state machine Broken is left out of the action" in warning.message
+    assert "Fn::GetAtt Missing.Arn: no resource 'Missing'" in warning.message

@@ -116,6 +116,9 @@ class App:
     # Where the functions' code comes from: folder in the action -> source folder.
     # Empty for an app folder, whose functions/ is copied whole.
     code: dict[str, str] = field(default_factory=dict)
+    # A template's other state machines, valid, by name: {name: definition}
+    # (states:startExecution runs them in the action). Empty for an app folder.
+    state_machines: dict[str, Any] = field(default_factory=dict)
 
 
 def load_app(path: str, options: ProjectOptions | None = None) -> App:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import replace
+from typing import Any
 
 from faastlane.asl.problem import Problem
+from faastlane.asl.validate import validate
 from faastlane.compose.app import (
     FUNCTIONS_DIR,
     SETTINGS_FILE,
@@ -82,8 +84,28 @@ def app_from_project(project: Project) -> App:
     warnings = relative_opens(project.root, {name: _source_spec(project.root, f)
                                              for name, f in project.functions.items()})
     code = {f"{FUNCTIONS_DIR}/{name}": f.code_dir for name, f in project.functions.items()}
-    return App(project.root, settings.name or project.name, text, functions, settings,
-               problems, dict(project.unusable), warnings, origin, code)
+    app = App(project.root, settings.name or project.name, text, functions, settings,
+              problems, dict(project.unusable), warnings, origin, code)
+    app.state_machines = _other_machines(project, app)
+    return app
+
+
+def _other_machines(project: Project, app: App) -> dict[str, Any]:
+    """The template's other state machines that are valid, by local name, for
+    ``states:startExecution``; each that is not is a warning (it cannot be started)."""
+    machines: dict[str, Any] = {}
+    for name, (logical_id, definition, problems) in project.others.items():
+        if not problems and definition is not None:
+            problems = validate(definition, functions=set(app.functions),
+                                unusable=app.unusable)
+        if problems:
+            app.warnings.append(project.template.place(
+                f"/Resources/{logical_id}", f"state machine {logical_id} is left out of the "
+                f"action (a startExecution of it fails): {problems[0].message} (faastlane "
+                f"validate --state-machine {logical_id} lists its problems)"))
+            continue
+        machines[name] = definition
+    return machines
 
 
 def load_project(path: str, options: ProjectOptions | None = None) -> App:

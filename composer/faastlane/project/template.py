@@ -96,6 +96,9 @@ class Project:
     unusable: dict[str, Problem] = field(default_factory=dict)  # by local name
     local_resources: list[LocalResource] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)  # Metadata.Faastlane
+    # The template's other state machines (states:startExecution runs them in-process):
+    # local name -> (logical id, definition or None, the problems reading it).
+    others: dict[str, tuple[str, Any, list[Problem]]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
 
@@ -212,6 +215,9 @@ class _Reader:
         name = self._guarded(lambda: self.names.name(machine), resource.where)
         project.name = name or machine
         self.definition(resource, project)
+        for other in self.names.resources.values():
+            if other.type in STATE_MACHINE_TYPES and other.logical_id != machine:
+                self.other_machine(other, project)
         metadata = (self.data["Resources"][machine].get("Metadata") or {}).get("Faastlane")
         if metadata is not None:
             project.settings = metadata
@@ -259,6 +265,21 @@ class _Reader:
             raise AppError(f"{self.at.file} has {len(machines)} state machines: "
                            f"{', '.join(machines)}; choose one with --state-machine ID")
         return machines[0]
+
+    def other_machine(self, resource: Resource, project: Project) -> None:
+        """Another state machine's definition, its problems kept apart: they are not the
+        chosen machine's (it may never start that one)."""
+        saved, self.problems = self.problems, []
+        read = Project(self.root, self.at, self.stack, resource.logical_id,
+                       resource.logical_id)
+        try:
+            name = self._guarded(partial(self.names.name, resource.logical_id),
+                                 resource.where)
+            self.definition(resource, read)
+        finally:
+            found, self.problems = self.problems + read.problems, saved
+        project.others[name or resource.logical_id] = (resource.logical_id, read.definition,
+                                                       found)
 
     # -- the definition ----------------------------------------------------------------
 
