@@ -208,3 +208,10 @@ def test_settings_in_metadata_are_checked_where_they_are(tmp_path: Path) -> None
         "template.yaml", "/Resources/Machine/Metadata/Faastlane/untrusted/1")
     assert problem.line == _line(tmp_path / "template.yaml", "untrusted:")
     assert "no function named 'Chek'; did you mean 'Check'?" in problem.message
+
+
+def test_a_definition_given_instead_of_a_template_says_what_to_give(tmp_path: Path) -> None:
+    (tmp_path / "workflow.json").write_text(DEFINITION)
+    problem, = _problems(load_app(str(tmp_path / "workflow.json")))
+    assert problem.message.startswith("not a SAM or CloudFormation template: it has no "
+                                      "Resources: this is a state machine definition")

@@ -128,8 +128,11 @@ class _Reader:
         self.options = options
         data = document.data
         if not isinstance(data, dict) or not isinstance(data.get("Resources"), dict):
+            hint = (": this is a state machine definition; give the folder holding it as "
+                    "workflow.json (an app folder), or the template that names it"
+                    if isinstance(data, dict) and "States" in data else "")
             raise _Fatal(self.at.place("", "not a SAM or CloudFormation template: it has no "
-                                           "Resources"))
+                                           f"Resources{hint}"))
         self.data = data
         self.stack = options.stack_name or os.path.basename(self.root) or "stack"
         self.region = region()
