@@ -94,10 +94,14 @@ def read_function(reader: _Reader, resource: Resource, name: str,
             if found.line is not None:
                 return None, found  # a syntax error, in its own file
             raise _Unusable(resource.at("Handler"), f"Handler {handler}: {shown} {found.message}")
-        environment = (props.get("Environment") or {}).get("Variables") or {}
+        environment = props.get("Environment") or {}
+        environment = environment.get("Variables") if isinstance(environment, dict) else None
+        if not isinstance(environment or {}, dict):
+            raise _Unusable(resource.at("Environment"), "Environment must be "
+                                                        "{Variables: {NAME: value}}")
         environment = {key: value if isinstance(value, str) else
                        str(value).lower() if isinstance(value, bool) else str(value)
-                       for key, value in environment.items()}
+                       for key, value in (environment or {}).items()}
         settings = {"environment": environment}
         if "Timeout" in props:
             settings["timeout"] = _number(props["Timeout"], resource.at("Timeout"), "Timeout")

@@ -100,7 +100,6 @@ class Project:
     # local name -> (logical id, definition or None, the problems reading it).
     others: dict[str, tuple[str, Any, list[Problem]]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
 
 
 def is_template(path: str) -> bool:
@@ -141,6 +140,18 @@ class _Reader:
     def problem(self, where: str, message: str) -> None:
         self.problems.append(self.at.place(where, message))
 
+    def section(self, *path: str) -> dict[str, Any]:
+        """A mapping of the template (``Parameters``, ``Globals/Function``, ...), or {}."""
+        found: Any = self.data
+        for key in path:
+            found = found.get(key) if isinstance(found, dict) else None
+        if found is None:
+            return {}
+        if not isinstance(found, dict):
+            self.problem(child("", *path), f"{'.'.join(path)} must be a mapping")
+            return {}
+        return found
+
     def resolve(self, value: Any, where: str, default: Any = None) -> Any:
         """``value`` resolved, or ``default`` with the problem recorded."""
         try:
@@ -153,15 +164,12 @@ class _Reader:
 
     def parameters(self) -> dict[str, Any]:
         values = pseudo_parameters(self.stack)
-        declared = self.data.get("Parameters") or {}
+        declared = self.section("Parameters")
         overrides = parse_overrides(self.options.parameter_overrides)
         for name in overrides:
             if name not in declared:
                 raise AppError(f"--parameter-overrides names {name!r}, which the template "
                                f"does not declare{did_you_mean(name, declared)}")
-        if not isinstance(declared, dict):
-            self.problem("/Parameters", "Parameters must be a mapping")
-            return values
         for name, spec in declared.items():
             where = child("/Parameters", name)
             spec = spec if isinstance(spec, dict) else {}
@@ -183,7 +191,7 @@ class _Reader:
     def resources(self) -> dict[str, Resource]:
         """The resources whose Condition holds, SAM's Globals.Function applied."""
         out: dict[str, Resource] = {}
-        globals_ = (self.data.get("Globals") or {}).get("Function") or {}
+        globals_ = self.section("Globals", "Function")
         for logical_id, raw in self.data["Resources"].items():
             where = child("/Resources", logical_id)
             if not isinstance(raw, dict) or not isinstance(raw.get("Type"), str):
@@ -198,16 +206,18 @@ class _Reader:
                     continue
             properties = raw.get("Properties") or {}
             inherited: frozenset[str] = frozenset()
-            if raw["Type"] == "AWS::Serverless::Function" and isinstance(globals_, dict):
+            if not isinstance(properties, dict):
+                self.problem(child(where, "Properties"), "Properties must be a mapping")
+                properties = {}
+            if raw["Type"] == "AWS::Serverless::Function":
                 inherited = frozenset(globals_) - frozenset(properties)
                 properties = _with_globals(globals_, properties)
             out[logical_id] = Resource(logical_id, raw["Type"], properties, where, inherited)
         return out
 
     def read(self) -> Project:
-        self.resolver = Resolver({}, self._ref, self._get_att,
-                                 self.data.get("Conditions") or {},
-                                 self.data.get("Mappings") or {})
+        self.resolver = Resolver({}, self._ref, self._get_att, self.section("Conditions"),
+                                 self.section("Mappings"))
         self.resolver.parameters.update(self.parameters())
         self.names = Names({}, self.stack, self.region, partition(self.region),
                            lambda value, where: self.resolver.resolve(value, where))
@@ -221,9 +231,12 @@ class _Reader:
         for other in self.names.resources.values():
             if other.type in STATE_MACHINE_TYPES and other.logical_id != machine:
                 self.other_machine(other, project)
-        metadata = (self.data["Resources"][machine].get("Metadata") or {}).get("Faastlane")
-        if metadata is not None:
+        metadata = self.section("Resources", machine, "Metadata").get("Faastlane")
+        if isinstance(metadata, dict):
             project.settings = metadata
+        elif metadata is not None:
+            self.problem(child("/Resources", machine, "Metadata", "Faastlane"),
+                         "Metadata.Faastlane must be a mapping of settings (untrusted, ...)")
         for function in self.names.resources.values():
             if function.type in FUNCTION_TYPES:
                 self.function(function, project)
@@ -384,7 +397,7 @@ class _Reader:
         except Unresolved as exc:
             self.problem(exc.where, str(exc))
             return
-        metadata = self.data["Resources"][resource.logical_id].get("Metadata") or {}
+        metadata = self.section("Resources", resource.logical_id, "Metadata")
         function, problem = read_function(self, resource, name, metadata)
         if function is not None:
             project.functions[name] = function
