@@ -193,6 +193,19 @@ def test_nothing_is_created_on_an_endpoint_that_is_not_this_machine(tmp_path: Pa
            "http://192.0.2.1:9: not this machine" in done.stderr
 
 
+def test_create_resources_is_the_explicit_flag_to_create_elsewhere(tmp_path: Path) -> None:
+    template = _project(tmp_path)
+    env = {**clean_environment(), "AWS_ENDPOINT_URL": "http://aws.invalid:9",
+           "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_MAX_ATTEMPTS": "1"}
+    done = faastlane("run", str(template), "--create-resources", env=env, timeout=120)
+    assert done.code == 2
+    assert done.stderr.startswith(
+        f"faastlane: error: cannot create OrdersTable ({generated_name(STACK, 'OrdersTable')})"
+        " at http://aws.invalid:9: "), done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_several_state_machines_need_one_chosen(tmp_path: Path) -> None:
     second = TEMPLATE.replace("Resources:\n", "Resources:\n  AuditMachine:\n"
                               "    Type: AWS::StepFunctions::StateMachine\n"
