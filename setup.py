@@ -30,16 +30,21 @@ setup(
     # `faastlane compose` copies it into those actions (pure Python, Apache-2.0).
     # The binary inspector (compose/package/deploy and `faastlane inspect`) reads ELF
     # files with pyelftools and shows findings disassembled with capstone.
-    # SAM / CloudFormation templates and YAML definitions are read with PyYAML at compose
-    # time (the action itself gets JSON: its runtime stays standard-library only).
+    # `faastlane graph` draws PNGs with Pillow (wheels carry FreeType and a font; the SVG
+    # is written directly and sized with the same font's metrics). SAM / CloudFormation
+    # templates and YAML definitions are read with PyYAML at compose time (the action
+    # itself gets JSON: its runtime stays standard-library only).
     install_requires=["jsonata-python>=0.7.1,<0.8", "pyelftools>=0.31", "capstone>=5",
-                      "PyYAML>=6"],
+                      "Pillow>=10.1", "PyYAML>=6"],
     extras_require={
         # What the example applications' functions import (they run unmodified, as on
         # Lambda, where these would come from the deployment package or a layer).
         "examples": EXAMPLES,
         # `faastlane deploy --target lambda` talks to AWS through boto3.
         "deploy": ["boto3>=1.34"],
+        # Workflows whose Task states call AWS services (runtime/services/): the action
+        # imports boto3 only then (Lambda's Python runtime has it).
+        "aws": ["boto3>=1.34"],
         # `faastlane run TEMPLATE`: the template's tables, topics, queues and buckets on a
         # local endpoint, or on moto's server embedded in the run when none is set.
         "local": ["boto3>=1.34", "moto[server]>=5.1"],

@@ -26,10 +26,15 @@ from faastlane.compose.action import check_app, compose, prepare, shown_root, wa
 from faastlane.compose.app import WORKFLOW_FILE, load_app
 from faastlane.deploy.commands import COMMANDS as DEPLOY_COMMANDS
 from faastlane.deploy.commands import register as register_deploy
+from faastlane.graph.commands import COMMANDS as GRAPH_COMMANDS
+from faastlane.graph.commands import register as register_graph
 from faastlane.inspect.commands import COMMANDS as INSPECT_COMMANDS
 from faastlane.inspect.commands import register as register_inspect
 from faastlane.project.local_aws import local_resources
-from faastlane.runtime.platforms import shutdown
+from faastlane.scaffold.commands import COMMANDS as INIT_COMMANDS
+from faastlane.scaffold.commands import register as register_init
+from faastlane.serve.commands import COMMANDS as SERVE_COMMANDS
+from faastlane.serve.commands import register as register_serve
 
 from . import __version__
 from .cli_options import (
@@ -41,6 +46,8 @@ from .cli_options import (
     read_input,
 )
 from .errors import FaastlaneError, InvalidWorkflow
+from .local_action import scratch_parent as _scratch_parent
+from .local_action import stop as _stop
 
 Handler = Callable[[argparse.Namespace], int]
 APP_HELP = ("the app folder, or a SAM / CloudFormation template (YAML or JSON) holding the "
@@ -107,6 +114,9 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
                           "endpoint that is not this machine's (never without this flag)")
     add_planning(run)
     register_deploy(commands, add_planning)
+    register_graph(commands, add_planning)
+    register_serve(commands, add_planning)
+    register_init(commands)
     register_inspect(commands)
     for plugin in plugins:
         plugin.register(commands)
@@ -144,15 +154,6 @@ def cmd_compose(args: argparse.Namespace) -> int:
     out = compose(args.app, args.output, **planning(args))
     print(f"wrote {out}: orchestrator.py, plan.json, faastlane_runtime/, functions/")
     return 0
-
-
-def _scratch_parent() -> str | None:
-    """Where a run's temporary action goes: ``$TMPDIR`` if set, else not under /tmp,
-    which functions in sandboxes may write (as on Lambda), but the action's code they
-    must not (runtime.sandbox)."""
-    if os.environ.get("TMPDIR") or not os.access("/var/tmp", os.W_OK):
-        return None
-    return "/var/tmp"
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -208,24 +209,6 @@ def _run_action(command: list[str], env: dict[str, str] | None = None) -> int:
         raise
 
 
-def _stop(process: subprocess.Popen, grace_seconds: float = 5.0) -> None:
-    """SIGTERM the Orchestrator (its handler stops what it started); whatever is left
-    after the grace period is killed, its descendants first."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(grace_seconds)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-    for pid in [*shutdown.descendants(process.pid), process.pid]:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    process.wait()
-
-
 def _drop_stdout() -> None:
     """Standard output's reader is gone: send what is still buffered, and anything later,
     to /dev/null, so that the interpreter's final flush does not complain (the recipe of
@@ -236,7 +219,9 @@ def _drop_stdout() -> None:
 
 
 _COMMANDS: dict[str, Handler] = {"validate": cmd_validate, "compose": cmd_compose,
-                                  "run": cmd_run, **DEPLOY_COMMANDS, **INSPECT_COMMANDS}
+                                  "run": cmd_run, **DEPLOY_COMMANDS, **INSPECT_COMMANDS,
+                                  **GRAPH_COMMANDS, **SERVE_COMMANDS,
+                                  **INIT_COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -101,9 +101,12 @@ def test_finra_plan_changes_with_vcpus_and_max_containers(tmp_path: Path) -> Non
         assert done.code == 0, done.stderr
         return json.loads((out / "plan.json").read_text())
 
-    default = plan()
-    assert default["states"]["RunAuditRules"]["placement"] == PROCESSES
+    default = plan()  # isolation process: the rules run in their sandboxes
+    assert default["states"]["RunAuditRules"]["placement"] == THREADS
+    assert "own sandbox" in default["states"]["RunAuditRules"]["reason"]
     assert default["options"]["max_containers"] == 1
+    shared = plan("--isolation", "none")
+    assert shared["states"]["RunAuditRules"]["placement"] == PROCESSES
     one = plan("--vcpus", "1", "--max-containers", "4")
     assert one["states"]["FetchData"]["placement"] == CONTAINERS  # 2 branches > 1 vCPU
     assert one["states"]["RunAuditRules"]["placement"] == CONTAINERS
@@ -111,7 +114,7 @@ def test_finra_plan_changes_with_vcpus_and_max_containers(tmp_path: Path) -> Non
     assert one["states"]["RunAuditRules"]["handoff"]["payload_limit_bytes"]["openwhisk"] \
         == 1024 * 1024
     two = plan("--vcpus", "2", "--max-containers", "4")
-    assert two["states"]["FetchData"]["placement"] == PROCESSES  # 2 branches fit 2 vCPUs
+    assert two["states"]["FetchData"]["placement"] == THREADS  # sandboxed fetches, 2 fit 2 vCPUs
     assert two["options"]["vcpus"] == 2
     assert two["options"]["placements"] == {"FetchData": PROCESSES,
                                             "RunAuditRules": CONTAINERS}

@@ -28,7 +28,8 @@ def test_lambda_invoke_with_a_dynamic_function_name() -> None:
 
 
 @pytest.mark.parametrize("resource, parameters", [
-    ("arn:aws:states:::dynamodb:putItem", {}),
+    ("arn:aws:states:::dynamodb:scan", {}),  # not an optimised integration
+    ("arn:aws:sns:us-east-1:123456789012:topic", {}),  # not a Task resource at all
     ("arn:aws:states:::lambda:invoke.waitForTaskToken", {"FunctionName": "f"}),
     ("arn:aws:states:::lambda:invoke", {}),
     ("arn:aws:states:::lambda:invoke", None),

@@ -376,7 +376,8 @@ def test_malformed_resources(resource: str) -> None:
         ),
         (task("arn:aws:states:::lambda:invoke", Parameters={"FunctionName.$": "$.fn"}), []),
         (task("arn:aws:states:::lambda:invoke"), ["/States/S/Resource"]),
-        (task("arn:aws:states:::sqs:sendMessage"), ["/States/S/Resource"]),
+        (task("arn:aws:states:::sqs:sendMessage"), []),  # a service integration: no code
+        (task("arn:aws:states:::sqs:receiveMessage"), ["/States/S/Resource"]),
         (task("${ValidateOrderArn}"), ["/States/S/Resource"]),
         (
             task(

@@ -26,6 +26,7 @@ from typing import Any
 
 from faastlane.runtime.asl.choice import parse_timestamp
 from faastlane.runtime.asl.resources import LAMBDA_INVOKE, UnsupportedResource, task_target
+from faastlane.runtime.services.catalogue import is_integration
 
 from . import fields as F
 from . import jsonata_syntax as jsonata
@@ -34,6 +35,7 @@ from .choice_rules import ChoiceChecks
 from .error_handling import ErrorHandlingChecks
 from .map_state import MapChecks
 from .problem import Problem, child, did_you_mean, sort_key
+from .service_tasks import integration_problems
 
 # Limits from the Step Functions developer guide ("Quotas" and the state pages).
 MAX_STATE_NAME = 80
@@ -307,9 +309,13 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
         if not (arn or _FUNCTION_NAME.match(resource) or _PLACEHOLDER.match(resource)):
             self.report(at, f"Resource {resource!r} is neither an ARN nor a function name")
             return
+        payload_key = "Arguments" if language == F.JSONATA else "Parameters"
+        if is_integration(resource) and resource.split(".")[0] != LAMBDA_INVOKE:
+            self.problems.extend(integration_problems(resource, node, where, payload_key,
+                                                      self.functions is not None))
+            return
         if self.functions is None:
             return
-        payload_key = "Arguments" if language == F.JSONATA else "Parameters"
         payload = node.get(payload_key)
         name_at = child(where, payload_key, "FunctionName")
         if (

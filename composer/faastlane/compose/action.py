@@ -10,6 +10,8 @@ once), build the state model, plan placement, then write the action:
                          LICENSE), only when a state uses JSONata
     functions/           the user's code, untouched
     workflow.json        the source workflow, for reference
+    state_machines.json  a template's other state machines, which startExecution
+                         runs in-process (only when the app has some)
     inspection.json      the binary inspector's record: ELF files, findings, waivers
     __main__.py          OpenWhisk entry main(args); run as a script, the local CLI
     lambda_function.py   Lambda entry handler(event, context)
@@ -37,6 +39,7 @@ from faastlane.project.functions import IGNORED_IN_CODE
 from faastlane.project.parameters import ProjectOptions
 from faastlane.runtime.asl.model import JSONATA, Machine, machine_from_asl, walk_states
 from faastlane.runtime.options import Options
+from faastlane.runtime.services.executions import STATE_MACHINES_FILE
 
 from . import output
 from .app import FUNCTIONS_DIR, WORKFLOW_FILE, App, load_app
@@ -190,6 +193,12 @@ def _build(composition: Composition, out_dir: str) -> None:
         "__main__.py": _OPENWHISK_ENTRY,
         "lambda_function.py": _LAMBDA_ENTRY,
     }
+    # The template's other state machines, which states:startExecution runs in-process
+    # (runtime/services/executions.py): {name or ARN: definition}, from the template
+    # reader; an app folder has none.
+    machines = getattr(app, "state_machines", None)
+    if machines:
+        files[STATE_MACHINES_FILE] = json.dumps(machines, indent=2) + "\n"
     for name, text in files.items():
         with open(os.path.join(out_dir, name), "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -137,6 +137,8 @@ def _fields(obj: Any, indent: int, skip: tuple[str, ...] = ()) -> list[tuple[str
 def _summary(state: State, options: Options) -> str:
     """A comment line saying what a state does and where it runs."""
     then = f"then {state.next!r}" if state.next else "ends its machine"
+    if isinstance(state, Task) and state.integration is not None:
+        return f"Task: the Orchestrator calls {state.integration}; {then}"
     if isinstance(state, Task):
         where = ("in its own forked process"
                  if options.isolation == PROCESS_ISOLATION or options.processes_only

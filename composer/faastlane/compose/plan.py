@@ -31,7 +31,15 @@ from dataclasses import asdict
 from typing import Any
 
 from faastlane.errors import FaastlaneError, IsolationUnavailable
-from faastlane.runtime.asl.model import Machine, Map, Parallel, State, Task, walk_states
+from faastlane.runtime.asl.model import (
+    ORCHESTRATOR,
+    Machine,
+    Map,
+    Parallel,
+    State,
+    Task,
+    walk_states,
+)
 from faastlane.runtime.options import (
     CONTAINERS,
     MPK,
@@ -86,6 +94,15 @@ def _calls_functions(machine: Machine) -> bool:
 
 def _machines(state: Parallel | Map) -> tuple[Machine, ...]:
     return state.branches if isinstance(state, Parallel) else (state.iterator,)
+
+
+def _only_sandboxed(state: Parallel | Map, isolated: frozenset[str]) -> bool:
+    """Whether every Task of a section calls a function named in ``isolated`` (the
+    runtime's rule in parallel/sections.py, from the plan's side)."""
+    tasks = [s for m in _machines(state) for s in walk_states(m)
+             if isinstance(s, Task) and s.integration is None]
+    return bool(tasks) and all(t.function is not None and t.function in isolated
+                               for t in tasks)
 
 
 def decide(state: Parallel | Map, vcpus: int, max_containers: int, parallel: str,
@@ -171,7 +188,13 @@ def make_options(app: App, isolation: str, vcpus: int | None, threads_only: bool
 def _describe(state: State, options: Options, decided: tuple[str, str] | None,
               costs: HandoffCosts, isolated: frozenset[str]) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": type(state).__name__}
-    if isinstance(state, Task):
+    if isinstance(state, Task) and state.integration is not None:
+        entry["integration"] = state.integration
+        entry["placement"] = ORCHESTRATOR
+        entry["reason"] = ("service integration: the Orchestrator calls the service itself "
+                           "(boto3, its own credentials and endpoint), never a function's "
+                           "sandbox or domain")
+    elif isinstance(state, Task):
         entry["function"] = state.function
         if options.processes_only:
             entry["placement"] = "process"
@@ -194,6 +217,15 @@ def _describe(state: State, options: Options, decided: tuple[str, str] | None,
             if state.max_concurrency:
                 entry["max_concurrency"] = state.max_concurrency
         entry["placement"], entry["reason"] = decided or (PROCESSES, "not planned")
+        if entry["placement"] != THREADS and _only_sandboxed(state, isolated):
+            # As the runtime decides it (parallel/sections.py), where it does not spill.
+            local = ("on the Orchestrator's threads: every function it calls runs in its "
+                     "own sandbox, which gives the parallelism (a worker process would "
+                     "only add a hand-off)")
+            if entry["placement"] == PROCESSES:
+                entry["placement"], entry["reason"] = THREADS, local
+            else:
+                entry["reason"] += f"; a group kept in this container runs {local}"
         if entry["placement"] == CONTAINERS:
             entry["max_containers"] = options.max_containers
             # The runtime reads these back (remote.py) to choose how many containers.

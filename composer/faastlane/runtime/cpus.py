@@ -15,6 +15,7 @@ is usually ``/`` (a cgroup namespace) and the files are at the mount point itsel
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -92,6 +93,7 @@ def cgroup_quota(root: str = CGROUP_ROOT, proc_cgroup: str | None = None) -> flo
     return None
 
 
+@functools.cache  # a container's CPUs are fixed for its life: read its files once
 def available_cpus() -> int:
     """Parallel workers worth running here: the cpuset, capped by the CFS quota.
 

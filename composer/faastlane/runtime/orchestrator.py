@@ -25,6 +25,9 @@ from .parallel.forkpool import ForkPool, marked_functions, untrusted_functions
 from .parallel.sections import Sections
 from .parallel.spill import Spiller
 from .sandbox.host import Sandboxes
+from .services import clients as service_clients
+from .services import executions as state_machines
+from .services.calls import services_of
 
 SUCCEEDED = "SUCCEEDED"
 FAILED = "FAILED"
@@ -107,6 +110,10 @@ class Orchestrator:
         self.functions = FunctionRegistry(root, functions, _load_private, sandboxed)
         self.functions.preload(private=self.options.isolation == MPK,
                                kept_escapes=self.options.kept_escapes)
+        # The state machines states:startExecution may run in-process (this workflow and
+        # the template's others), known before the warm workers fork.
+        state_machines.install(state_machines.load(root, name, workflow))
+        service_clients.warm(services_of(workflow))  # boto3 loaded once, as functions are
         # Warm workers for Parallel/Map, forked now that every module is imported.
         self.pool = ForkPool(name, workflow, self.functions, untrusted_functions(plan))
         if self.pool.wanted(self.options):

@@ -23,6 +23,7 @@ DEFAULT_BACKOFF_RATE = 2.0
 # Placements a state's work can get (see plan.json).
 INLINE = "inline"  # evaluated by the orchestrator thread itself (Pass, Choice, ...)
 THREAD = "thread"  # a function on its own thread, state passed by reference
+ORCHESTRATOR = "orchestrator"  # a service integration, called by the Orchestrator itself
 PROCESS = "process"  # a function or branch in a forked process, state over a pipe
 
 # Query languages: a state's own QueryLanguage, else the workflow's (default JSONPath).
@@ -78,6 +79,9 @@ class Pass(State):
 class Task(State):
     function: str | None = None  # None: named at run time by Parameters.FunctionName.$
     invoke_shape: bool = False  # arn:aws:states:::lambda:invoke: wrap the result
+    # A service integration's Resource (arn:aws:states:::dynamodb:putItem, ...): the
+    # Orchestrator calls the service itself (services/); function is None.
+    integration: str | None = None
     input_path: str | None = "$"
     parameters: Any = None
     has_parameters: bool = False
@@ -251,6 +255,7 @@ def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
     if kind == "Task":
         target = task_target(spec["Resource"], _function_payload(spec, language))
         return Task(**common, **io, function=target.function, invoke_shape=target.invoke_shape,
+                    integration=target.integration,
                     **_payload(spec, "Parameters", "parameters"),
                     **_payload(spec, "Arguments", "arguments"),
                     **_payload(spec, "ResultSelector", "result_selector"),

@@ -8,6 +8,9 @@ Step Functions accepts three spellings for a Lambda task, and so do we:
   ``Parameters.FunctionName`` (a name, ``NAME:QUALIFIER``, a partial ARN
   ``ACCOUNT:function:NAME`` or a full ARN). Its result has the Lambda ``Invoke`` shape
   (``Payload``, ``StatusCode``, ...), not the bare payload.
+
+Any other ``arn:aws:states:::SERVICE:ACTION`` is a service integration, which the
+Orchestrator runs itself (``services/``: its catalogue says which ones it can).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from ..services.catalogue import UnsupportedIntegration, is_integration, parse
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 
@@ -32,6 +37,7 @@ class TaskTarget:
 
     function: str | None  # None when it is only known at run time (``FunctionName.$``)
     invoke_shape: bool  # True for arn:aws:states:::lambda:invoke
+    integration: str | None = None  # a service integration's Resource: no function
 
 
 class UnsupportedResource(ValueError):
@@ -64,8 +70,15 @@ def task_target(resource: str, parameters: Any) -> TaskTarget:
         if "FunctionName.$" in parameters:
             return TaskTarget(None, invoke_shape=True)
         raise UnsupportedResource(f"{resource!r} needs Parameters.FunctionName")
+    if is_integration(resource):
+        try:
+            parse(resource)
+        except UnsupportedIntegration as exc:
+            raise UnsupportedResource(str(exc)) from None
+        return TaskTarget(None, invoke_shape=False, integration=resource)
     if resource.startswith("arn:") and not _FUNCTION_ARN.match(resource):
         raise UnsupportedResource(
-            f"{resource!r} is not a Lambda function: Faastlane runs Python functions only"
+            f"{resource!r} is not a Lambda function: Faastlane runs Python functions and "
+            "service integrations (arn:aws:states:::...) only"
         )
     return TaskTarget(function_name_of(resource), invoke_shape=False)

@@ -10,6 +10,7 @@ processes, at most ``vcpus`` at a time, or on threads for the ``-Th`` variant.
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import os
 import threading
@@ -99,6 +100,12 @@ class Execution:
             "StateMachine": {"Id": machine_arn, "Name": workflow_name},
         }
         self.variables = Variables()
+
+    @functools.cached_property
+    def activation_env(self) -> dict[str, str]:
+        """:func:`activation_environment`, read at the execution's first need of it (it
+        belongs to the activation: a walk of os.environ at every call cost ~50 us)."""
+        return activation_environment()
 
     def for_branch(self) -> Execution:
         """This execution as a Parallel branch or Map iteration sees it: the same
@@ -231,7 +238,7 @@ class Execution:
             result, error = POOL.run(loaded.spec.name, body, limit)
         except WorkerTimeout:
             self.check_deadline()
-            raise _timeout_error(state_name, timeout_seconds) from None
+            raise timeout_error(state_name, timeout_seconds) from None
         if error is not None:
             raise error
         return result
@@ -252,7 +259,7 @@ class Execution:
         if outcome.error is not None:
             if outcome.error.error == TIMEOUT:
                 self.check_deadline()
-                raise _timeout_error(state_name, timeout_seconds)
+                raise timeout_error(state_name, timeout_seconds)
             raise outcome.error
         return outcome.value
 
@@ -261,12 +268,12 @@ class Execution:
         sandboxes = self.functions.sandboxes
         assert sandboxes is not None
         request = {"state": state_name, "event": event, "timeout": abs(timeout_seconds),
-                   "trace": trace.enabled, "env": activation_environment()}
+                   "trace": trace.enabled, "env": self.activation_env}
         try:
             reply = sandboxes.call(spec.name, request, limit)
         except CallTimedOut:
             self.check_deadline()
-            raise _timeout_error(state_name, timeout_seconds) from None
+            raise timeout_error(state_name, timeout_seconds) from None
         trace.extend(reply.get("trace") or [])
         if "error" in reply:
             raise StatesError(str(reply["error"]), str(reply.get("cause", "")))
@@ -320,7 +327,7 @@ def activation_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith(ACTIVATION_ENV)}
 
 
-def _timeout_error(state_name: str, timeout_seconds: float) -> StatesError:
+def timeout_error(state_name: str, timeout_seconds: float) -> StatesError:
     """A Task's TimeoutSeconds expired (positive), or its function's timeout (negative)."""
     if timeout_seconds < 0:
         return timed_out(-timeout_seconds)
@@ -402,6 +409,9 @@ def timed_invoke(state_name: str, loaded: Invocable, event: Any,
     return result, error
 
 
+SECTION_THREADS = "faastlane:sections"  # their key in the warm thread pool
+
+
 def run_on_threads(work: Sequence[Callable[[], Any]], limit: int,
                     stop_on_error: bool) -> list[Outcome]:
     """The -Th variant: branches as threads of this process, ``limit`` at a time."""
@@ -427,11 +437,20 @@ def run_on_threads(work: Sequence[Callable[[], Any]], limit: int,
                 outcomes[index] = Outcome(error=StatesError(RUNTIME, unexpected_cause(exc)))
                 failed.set()
 
-    threads = [threading.Thread(target=worker, daemon=True)
-               for _ in range(max(1, min(limit, len(work))))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # Warm threads (engine/threads.py), as function calls use: starting fresh ones cost
+    # ~100 us each per section.
+    count = max(1, min(limit, len(work)))
+    finished = threading.Semaphore(0)
+
+    def job() -> None:
+        try:
+            worker()
+        finally:
+            finished.release()
+
+    for _ in range(count):
+        POOL.start(SECTION_THREADS, job)
+    for _ in range(count):
+        finished.acquire()
     cancelled = StatesError(EXIT_ERROR, "cancelled: another branch failed")
     return [o if o is not None else Outcome(error=cancelled, cancelled=True) for o in outcomes]

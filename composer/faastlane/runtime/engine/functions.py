@@ -136,17 +136,21 @@ class LoadedFunction:
     """A function module imported once per container, like a warm Lambda."""
 
     def __init__(self, spec: FunctionSpec, module: ModuleType,
-                 environment: dict[str, str | None] | None = None) -> None:
+                 environment: dict[str, str | None] | None = None,
+                 finish: Callable[[Any], Any] = detach) -> None:
         self.spec = spec
         self.module = module
         self.environment = environment
+        # What a result becomes: detached here; in a sandbox, encoded for the wire once.
+        self.finish = finish
         entry = getattr(module, spec.entry, None)
         if not callable(entry):
             raise StatesError(HANDLER_NOT_FOUND, handler_not_found(spec))
         self.entry: Callable[..., Any] = entry
 
     def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
-        """Call the function on the current thread and return its result, detached.
+        """Call the function on the current thread and return its result, finished
+        (detached, or encoded for the wire).
 
         Every failure becomes the StatesError Step Functions reports for a Lambda task:
         named after the exception class (Lambda's ``errorType``), with Lambda's error
@@ -157,7 +161,7 @@ class LoadedFunction:
         outer = current.view, current.context
         current.view, current.context = self.environment, context
         try:
-            return detach(call_entry(self.entry, self.spec.style, event, context))
+            return self.finish(call_entry(self.entry, self.spec.style, event, context))
         except StatesError:
             raise
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code

@@ -50,6 +50,7 @@ from ..engine.execution import Execution, ExecutionTimedOut, RelayWatch
 from ..engine.forking import Outcome
 from ..engine.threads import Handover
 from ..options import MPK
+from ..services import calls as service_calls
 from .dataflow import DataFlow
 
 Transition = tuple[Any, "str | None"]
@@ -131,7 +132,8 @@ _INLINE = (Pass, Choice, Succeed)  # states a relay runs on its way to the next 
 
 
 def _relayable(state: State, execution: Execution) -> bool:
-    return (type(state) is Task and not state.retry and not state.catch
+    return (type(state) is Task and state.integration is None
+            and not state.retry and not state.catch
             and state.timeout_seconds is None and state.timeout_seconds_path is None
             and execution.relays(state.placement))
 
@@ -322,6 +324,13 @@ def _task(state: Task, data: Any, execution: Execution) -> Transition:
 
     def attempt(retry_count: int) -> Any:
         flow = DataFlow(state, data, execution, entered, retry_count)
+        if state.integration is not None:
+            # A service integration: the Orchestrator calls the service itself, on this
+            # thread, with its own environment (never in a function's sandbox or domain).
+            effective = flow.effective_input()
+            result = service_calls.call(state.integration, effective, execution, state.name,
+                                        run_machine, _task_timeout(state, effective, flow))
+            return flow.finish(result)
         effective, function, event = _task_call(state, flow)
         result = execution.call_function(state.name, function, event,
                                          _task_timeout(state, effective, flow), state.placement)

@@ -52,7 +52,7 @@ from ..asl.errors import TIMEOUT, StatesError
 from ..asl.model import Machine, Map, Parallel, State, Task, walk_states
 from ..asl.variables import Variables, encoded_size
 from ..engine import trace
-from ..engine.execution import Execution, activation_environment
+from ..engine.execution import Execution
 from ..engine.forking import Outcome, _describe_exit, job_message
 from ..engine.functions import EXIT_ERROR, FunctionRegistry
 from ..interpreter.states import BranchJob, run_machine
@@ -160,7 +160,7 @@ class ForkPool:
         if known is None:
             machines = state.branches if isinstance(state, Parallel) else [state.iterator]
             calls = [s.function for m in machines for s in walk_states(m)
-                     if isinstance(s, Task)]
+                     if isinstance(s, Task) and s.integration is None]
             # A Task naming its function at run time (FunctionName.$) may call any of them.
             known = not self.untrusted or all(f is not None and f not in self.untrusted
                                               for f in calls)
@@ -360,7 +360,7 @@ class _Section:
                "events": _event_counter(execution), "options": asdict(execution.options),
                "variables": view,
                "variables_bytes": sum(encoded_size(v) for v in view.values()),
-               "env": activation_environment()}
+               "env": execution.activation_env}
         return json.dumps(ctx, separators=(",", ":")).encode()
 
     def _message(self, index: int, worker: _Worker) -> bytes:

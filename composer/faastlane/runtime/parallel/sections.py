@@ -25,9 +25,11 @@ if TYPE_CHECKING:
 
 def _only_sandboxed_functions(execution: Execution, state: State) -> bool:
     """Whether every Task of this Parallel/Map (nested ones too) calls a function that
-    runs in its own sandbox (a Task naming its function at run time may call any)."""
+    runs in its own sandbox (a Task naming its function at run time may call any;
+    service integrations are the Orchestrator's calls, made wherever the section runs)."""
     machines = state.branches if isinstance(state, Parallel) else [state.iterator]
-    tasks = [s for m in machines for s in walk_states(m) if isinstance(s, Task)]
+    tasks = [s for m in machines for s in walk_states(m)
+             if isinstance(s, Task) and s.integration is None]
     return bool(tasks) and all(
         t.function is not None and execution.function_placement(t.placement, t.function)
         == SANDBOX for t in tasks)

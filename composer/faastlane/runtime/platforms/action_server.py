@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import zipfile
+from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, BinaryIO
@@ -100,15 +101,17 @@ def _check_members(archive: zipfile.ZipFile) -> None:
 class Launcher:
     """The warm child process running one action (see ``action_launcher.py``)."""
 
-    def __init__(self, action_dir: str, main: str, env: dict[str, str]) -> None:
+    def __init__(self, action_dir: str, main: str, env: dict[str, str],
+                 command: Sequence[str] = (sys.executable, LAUNCHER)) -> None:
+        """``command`` starts the child (``faastlane serve`` starts its own, which
+        speaks the same protocol)."""
         read_fd, write_fd = os.pipe()
         # Where the child reports protection-key faults (isolation mpk), so that an
         # activation it dies of can name the functions (fault_reports.py).
         self.fault_log = new_log()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, LAUNCHER, action_dir, "--main", main,
-                 "--result-fd", str(write_fd)],
+                [*command, action_dir, "--main", main, "--result-fd", str(write_fd)],
                 stdin=subprocess.PIPE, pass_fds=(write_fd, self.fault_log),
                 env={**os.environ, **env, "FAASTLANE_FAULT_LOG": str(self.fault_log)},
                 cwd=action_dir)

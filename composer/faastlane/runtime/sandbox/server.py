@@ -53,7 +53,7 @@ def load(root: str, spec: FunctionSpec) -> Invocable:
     CURRENT.view = environment
     try:
         module = load_module(root, spec)
-        return LoadedFunction(spec, module, environment)
+        return LoadedFunction(spec, module, environment, finish=wire.encode_value)
     except StatesError as error:
         return _ImportFailed(spec, error)
     finally:
@@ -112,11 +112,7 @@ def serve(listener: socket.socket, root: str, spec: FunctionSpec,
                     connection.close()
                     continue
                 reply, recycle = _answer(function, request)
-                try:
-                    payload = wire.encode_reply(reply)
-                except (TypeError, ValueError) as exc:  # not JSON after all: say so
-                    payload = wire.encode_reply({"error": "Runtime.MarshalError",
-                                                 "cause": str(exc), "trace": []})
+                payload = wire.encode_reply(reply)  # the value is encoded already
                 sys.stdout.flush()
                 sys.stderr.flush()
                 try:

@@ -2,8 +2,9 @@
 
 A request travels as ``marshal`` (the sandbox trusts the Orchestrator; marshal of JSON
 values is several times faster than ``json``); a reply as JSON, because it comes from
-untrusted code and ``marshal.loads`` is not meant for hostile bytes. Each payload is
-serialised once and crosses the socket once.
+untrusted code and ``marshal.loads`` is not meant for hostile bytes. Long strings (an
+image in base64, a document) travel beside either as raw UTF-8 (see "Frames" below).
+Each payload is serialised once and crosses the socket once.
 
 Sockets live in the abstract namespace (no file a sandbox could unlink and re-bind) and
 every listener checks who connected (:func:`peer_allowed`): a sandbox and every process
@@ -19,7 +20,10 @@ import marshal
 import selectors
 import socket
 import struct
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from ..asl.jsonvalue import detach, lambda_default
 
 _HEADER = struct.Struct("!I")
 MAX_FRAME = 1 << 30  # a payload larger than this is refused (Lambda's limit is 6 MB)
@@ -42,13 +46,23 @@ def listener(addr: str) -> socket.socket:
     return sock
 
 
-def send(sock: socket.socket, payload: bytes) -> None:
-    header = _HEADER.pack(len(payload))
-    if len(payload) < 65536:  # one system call; a large payload is not copied again
-        sock.sendall(header + payload)
-    else:
-        sock.sendall(header)
-        sock.sendall(payload)
+def send(sock: socket.socket, payload: bytes | list[bytes]) -> None:
+    """One frame: ``payload``, or the concatenation of its parts (written from where
+    they are, never joined into one copy)."""
+    parts = [payload] if isinstance(payload, (bytes, bytearray)) else payload
+    size = sum(len(p) for p in parts)
+    if size < 65536:  # one copy into one buffer is cheaper than a scatter list
+        sock.sendall(b"".join((_HEADER.pack(size), *parts)))
+        return
+    views = [memoryview(_HEADER.pack(size))]
+    views += [memoryview(p) for p in parts if len(p)]
+    while views:
+        sent = sock.sendmsg(views)
+        while views and sent >= len(views[0]):
+            sent -= len(views[0])
+            views.pop(0)
+        if sent:
+            views[0] = views[0][sent:]
 
 
 def receive(sock: socket.socket) -> bytes | bytearray:
@@ -70,23 +84,164 @@ def _exactly(sock: socket.socket, size: int) -> bytearray:
     return buffer
 
 
-def encode_request(request: dict[str, Any]) -> bytes:
-    return marshal.dumps(request)
+# Frames of both directions:  head length (_HEADER) | head | lifted strings
+# A request's head is marshal, a reply's JSON; it holds the request's "event" or the
+# reply's "value". Long strings reached in the first LIFT_BUDGET elements of that value
+# travel after the head as raw UTF-8 ("surrogatepass": any str survives, as through
+# JSON's escapes): encoding and decoding them is a copy, where marshal copies several
+# times and JSON scans and escapes every character. The head says where they go
+# ("blobs": [[path, bytes], ...], a path being keys and indices; the value holds null
+# there).
+
+# Shorter strings stay in place: lifting one costs a few microseconds, which JSON spends
+# on about half a kilobyte of text and marshal (a copy or three) on tens of kilobytes.
+LIFT_JSON = 512
+LIFT_MARSHAL = 64 * 1024
+LIFT_BUDGET = 256  # container elements looked at: the search costs microseconds at most
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=lambda_default)
+Blobs = list[tuple[list[str | int], bytes]]
+
+
+class Encoded(NamedTuple):
+    """A function's result as it travels: its JSON and its lifted strings."""
+
+    text: bytes
+    blobs: Blobs
+
+
+def encode_request(request: dict[str, Any]) -> list[bytes]:
+    """A request frame's parts: marshal, its ``event`` lifted."""
+    head = dict(request)
+    blobs: Blobs = []
+    if "event" in head:
+        head["event"] = _lift(head["event"], [], blobs, [LIFT_BUDGET], LIFT_MARSHAL)
+        if blobs:
+            head["blobs"] = _sizes(blobs)
+    return _frame(marshal.dumps(head), blobs)
 
 
 def decode_request(data: bytes | bytearray) -> dict[str, Any]:
-    return marshal.loads(data)
+    return _unframe(data, "event", marshal.loads)
 
 
-def encode_reply(reply: dict[str, Any]) -> bytes:
-    return json.dumps(reply, separators=(",", ":"), ensure_ascii=False).encode()
+def encode_value(value: Any) -> Encoded:
+    """A function's result as JSON and lifted strings, encoded once, in the sandbox, as
+    the function returns (LoadedFunction's ``finish``); NotJSONSerializable (saying
+    where, as :func:`~faastlane.runtime.asl.jsonvalue.detach` does) for a value Lambda
+    could not return either. The function's own objects are never changed: containers
+    on the way to a lifted string are copied."""
+    blobs: Blobs = []
+    try:
+        text = _ENCODER.encode(_lift(value, [], blobs, [LIFT_BUDGET], LIFT_JSON)
+                               ).encode("ascii")
+    except (TypeError, ValueError):
+        detach(value)  # raises NotJSONSerializable with the path (or RecursionError)
+        raise
+    return Encoded(text, blobs)
+
+
+def encode_reply(reply: dict[str, Any]) -> list[bytes]:
+    """A reply frame's parts; ``reply["value"]``, if there, is :class:`Encoded` (its
+    JSON is spliced into the head's, not decoded and encoded again)."""
+    meta = dict(reply)
+    value: Encoded | None = meta.pop("value", None)
+    if value is None:
+        return _frame(_ENCODER.encode(meta).encode("ascii"), [])
+    if value.blobs:
+        meta["blobs"] = _sizes(value.blobs)
+    rest = _ENCODER.encode(meta).encode("ascii")
+    head = b'{"value":' + value.text + (b"}" if rest == b"{}" else b"," + rest[1:])
+    return _frame(head, value.blobs)
 
 
 def decode_reply(data: bytes | bytearray) -> dict[str, Any]:
-    reply = json.loads(data)
-    if not isinstance(reply, dict):
-        raise ValueError("a sandbox reply is a JSON object")
-    return reply
+    """A reply: ``{"value": ...}`` or ``{"error", "cause"}``, with ``trace``. ValueError
+    for anything malformed (a sandbox's bytes are untrusted: only the JSON and UTF-8
+    decoders read them)."""
+    return _unframe(data, "value", lambda text: json.loads(str(text, "utf-8")))
+
+
+def _sizes(blobs: Blobs) -> list[list[Any]]:
+    return [[path, len(blob)] for path, blob in blobs]
+
+
+def _frame(head: bytes, blobs: Blobs) -> list[bytes]:
+    return [_HEADER.pack(len(head)), head, *(blob for _path, blob in blobs)]
+
+
+def _unframe(data: bytes | bytearray, field: str,
+             loads: Callable[[memoryview], Any]) -> dict[str, Any]:
+    view = memoryview(data)
+    if len(view) < _HEADER.size:
+        raise ValueError("a frame too short for its header")
+    at = _HEADER.size + _HEADER.unpack(view[:_HEADER.size])[0]
+    head = loads(view[_HEADER.size:at])
+    if not isinstance(head, dict):
+        raise ValueError("a frame's head is not an object")
+    blobs = head.pop("blobs", ())
+    if field not in head:
+        return head
+    value = head[field]
+    for path, size in blobs:
+        if type(size) is not int or size < 0 or at + size > len(view):
+            raise ValueError("a lifted string out of its frame")
+        value = _place(value, path, str(view[at:at + size], "utf-8", "surrogatepass"))
+        at += size
+    head[field] = value
+    return head
+
+
+def _lift(value: Any, path: list[str | int], blobs: Blobs, budget: list[int],
+          least: int) -> Any:
+    """``value`` with its strings of ``least`` characters or more replaced by null and
+    added to ``blobs``."""
+    kind = type(value)
+    if kind is str:
+        if len(value) < least:
+            return value
+        blobs.append((path, value.encode("utf-8", "surrogatepass")))
+        return None
+    if kind is dict:
+        items = value.items()
+    elif kind is list or kind is tuple:
+        items = enumerate(value)
+    else:
+        return value
+    budget[0] -= len(value)
+    if budget[0] < 0:  # too many elements to look at: they travel whole
+        return value
+    copy = None
+    for key, item in items:
+        if kind is dict and type(key) is not str:
+            continue  # JSON renames the key: a path could not name it
+        new = _lift(item, [*path, key], blobs, budget, least)
+        if new is not item:
+            if copy is None:
+                copy = dict(value) if kind is dict else list(value)
+            copy[key] = new
+    return value if copy is None else copy
+
+
+def _place(value: Any, path: Any, text: str) -> Any:
+    """``value`` with ``text`` at ``path`` (whose place holds null)."""
+    if not isinstance(path, list):
+        raise ValueError("a lifted string's path is not a list")
+    if not path:
+        return text
+    container = value
+    for step in path[:-1]:
+        container = _step(container, step)
+    _step(container, path[-1])  # the place must exist
+    container[path[-1]] = text
+    return value
+
+
+def _step(container: Any, step: Any) -> Any:
+    if isinstance(container, dict) and isinstance(step, str) and step in container:
+        return container[step]
+    if isinstance(container, list) and type(step) is int and 0 <= step < len(container):
+        return container[step]
+    raise ValueError("a lifted string's path leads nowhere")
 
 
 def seccomp_filters(pid: int | str = "self") -> int:

@@ -1,0 +1,82 @@
+"""Validation of Task states that call an AWS service integration.
+
+A known integration validates; an unknown one, the callback pattern
+(``.waitForTaskToken``) and a field an optimised integration does not pass on are
+problems at their JSON pointers, as Step Functions refuses them when the state machine
+is created. An ``aws-sdk`` integration is checked against boto3's service models when
+botocore is installed (it ships with boto3): the service and its action must exist.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from faastlane.runtime.services.catalogue import (
+    Integration,
+    UnsupportedIntegration,
+    parse,
+    snake_case,
+    unsupported_fields,
+)
+
+from .problem import Problem, child, did_you_mean
+
+
+@lru_cache(maxsize=1)
+def _botocore_session() -> Any:
+    try:
+        import botocore.session
+    except ImportError:  # aws-sdk actions are then only checked when called
+        return None
+    return botocore.session.get_session()
+
+
+@lru_cache(maxsize=None)
+def _operations(service: str) -> frozenset[str] | None:
+    """The snake_case actions of a boto3 service, None if botocore knows no such one."""
+    session = _botocore_session()
+    if session is None or service not in session.get_available_services():
+        return None
+    return frozenset(snake_case(op) for op in
+                     session.get_service_model(service).operation_names)
+
+
+def _sdk_problem(integration: Integration) -> str | None:
+    if _botocore_session() is None:
+        return None
+    operations = _operations(integration.boto3_service)
+    resource = integration.resource
+    if operations is None:
+        return (f"{resource!r}: the AWS SDK has no service {integration.service!r} "
+                "(name it as the AWS SDK for Java v2 does, e.g. s3, dynamodb, sfn, "
+                "eventbridge)")
+    if integration.operation not in operations:
+        hint = did_you_mean(integration.action, sorted(_camel(op) for op in operations))
+        return f"{resource!r}: {integration.service} has no action {integration.action!r}{hint}"
+    return None
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def integration_problems(resource: str, node: dict[str, Any], where: str,
+                         payload_key: str, for_faastlane: bool) -> list[Problem]:
+    """Every problem of a Task whose Resource is a service integration. With
+    ``for_faastlane`` (an app's workflow, not a bare definition), also what is valid ASL
+    but that Faastlane cannot run (other optimised integrations, .waitForTaskToken)."""
+    at = child(where, "Resource")
+    try:
+        integration = parse(resource)
+    except UnsupportedIntegration as exc:
+        return [Problem(at, str(exc))] if for_faastlane else []
+    if integration.sdk:
+        problem = _sdk_problem(integration)
+        return [] if problem is None else [Problem(at, problem)]
+    label = f"{integration.service}:{integration.action}"
+    return [Problem(child(where, payload_key, key),
+                    f"the field {key.removesuffix('.$')!r} is not supported by Step "
+                    f"Functions for {label}")
+            for key in unsupported_fields(integration, node.get(payload_key))]

@@ -1,0 +1,30 @@
+"""Text metrics: the font Pillow carries in its wheel (no system fonts are assumed), used
+to size boxes for both outputs and to draw the PNG. SVG viewers use a Helvetica-like
+font of about the same widths; ``SLACK`` leaves room for the difference."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from PIL import ImageFont
+
+SLACK = 1.08
+LEADING = 4  # pixels between lines
+
+
+@lru_cache(maxsize=None)
+def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    return ImageFont.load_default(size=size)
+
+
+def width(text: str, size: int) -> float:
+    return font(size).getlength(text) * SLACK
+
+
+def ascent(size: int) -> int:
+    return font(size).getmetrics()[0]
+
+
+def line_height(size: int) -> int:
+    rise, descent = font(size).getmetrics()
+    return rise + descent + LEADING

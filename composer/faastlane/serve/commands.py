@@ -1,0 +1,79 @@
+"""``faastlane serve APP``: compose once, keep the Orchestrator warm, answer Lambda's and
+OpenWhisk's REST calls on 127.0.0.1 until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Callable
+
+from faastlane.app_source import load
+from faastlane.cli_options import planning
+from faastlane.compose.action import write_action
+from faastlane.errors import FaastlaneError
+from faastlane.local_action import scratch_parent
+
+from .endpoint import LocalEndpoint
+from .openwhisk_api import PREFIX
+from .workflow import ChildDied, WarmWorkflow
+
+
+def register(commands: argparse._SubParsersAction,
+             add_planning: Callable[[argparse.ArgumentParser], None]) -> None:
+    serve = commands.add_parser(
+        "serve", help="serve a workflow on local Lambda and OpenWhisk endpoints",
+        description="Compose APP once and serve it on 127.0.0.1, warm between calls, "
+                    "until Ctrl-C or SIGTERM: the Lambda Invoke API (POST "
+                    "/2015-03-31/functions/NAME/invocations, NAME the workflow's name) for "
+                    "boto3 and `aws lambda invoke --endpoint-url`, and OpenWhisk's REST API "
+                    "(POST /api/v1/namespaces/_/actions/NAME?blocking=true&result=true) "
+                    "for `wsk -i --apihost`. One log line per call on stderr. Example: "
+                    "faastlane serve examples/finra --port 9000, then aws lambda invoke "
+                    "--endpoint-url http://127.0.0.1:9000 --function-name finra "
+                    "--payload fileb://examples/finra/input.json out.json")
+    serve.add_argument("app", metavar="APP", help="the app folder")
+    serve.add_argument("--port", type=int, default=3001, metavar="N",
+                       help="the port on 127.0.0.1 (default 3001, as sam local "
+                            "start-lambda; 0: any free port)")
+    add_planning(serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    # Ctrl-C stops the server even when started where SIGINT is ignored (`cmd &` in a
+    # script): a server is stopped by a signal, not by its input ending.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if not 0 <= args.port <= 65535:
+        raise FaastlaneError(f"--port {args.port}: give 0-65535")
+    composition = load(args.app, planning(args))
+    name = composition.app.name
+    with tempfile.TemporaryDirectory(prefix="faastlane-serve-", dir=scratch_parent()) as scratch:
+        action = write_action(composition, os.path.join(scratch, "action"))
+        try:
+            workflow = WarmWorkflow(name, action)
+        except ChildDied as exc:
+            raise FaastlaneError(f"the composed action did not start: {exc}") from None
+        try:
+            try:
+                server = LocalEndpoint(args.port, workflow)
+            except OSError as exc:
+                raise FaastlaneError(f"cannot listen on 127.0.0.1:{args.port}: "
+                                     f"{exc.strerror}") from None
+            try:
+                sys.stderr.write(
+                    f"faastlane serve: {name} on {server.url} (Ctrl-C to stop)\n"
+                    f"  Lambda:    POST {server.url}/2015-03-31/functions/{name}/invocations\n"
+                    f"  OpenWhisk: POST {server.url}{PREFIX}_/actions/{name}"
+                    f"?blocking=true&result=true\n")
+                sys.stderr.flush()
+                server.serve_forever()
+            finally:
+                server.server_close()
+        finally:
+            workflow.close()
+    return 0
+
+
+COMMANDS = {"serve": cmd_serve}

@@ -1,0 +1,64 @@
+"""The served workflow: its warm child, one call at a time (as one action container
+takes one activation at a time), started again if a call kills it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from typing import Any
+
+from faastlane.local_action import stop
+from faastlane.runtime.platforms.action_server import Launcher, ProtocolError
+
+CHILD = (sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                      "warm_action.py"))
+STOP_GRACE_SECONDS = 5.0
+
+
+class ChildDied(Exception):
+    """The warm child exited during a call (a function crashed the Orchestrator)."""
+
+
+class WarmWorkflow:
+    def __init__(self, name: str, action_dir: str) -> None:
+        self.name = name
+        self.action_dir = action_dir
+        self.lock = threading.Lock()
+        self.launcher: Launcher | None = self._start()
+
+    def _start(self) -> Launcher:
+        try:
+            return Launcher(self.action_dir, "main", {}, command=CHILD)
+        except ProtocolError as exc:
+            raise ChildDied(exc.message) from None
+
+    def call(self, value: dict[str, Any], **context: Any) -> dict[str, Any]:
+        """One execution; ``value`` says which platform's entry runs it, ``context`` the
+        activation's ``__OW_*`` keys."""
+        request = json.dumps({"value": value, **context}).encode()
+        with self.lock:
+            if self.launcher is None or self.launcher.exited():
+                self._retire()
+                self.launcher = self._start()
+            answer = self.launcher.interact(request)
+            if answer is None:
+                fault = self.launcher.fault()
+                self._retire()
+                raise ChildDied(fault or "the Orchestrator process exited")
+        return json.loads(answer)
+
+    def _retire(self) -> None:
+        if self.launcher is not None:
+            _stop(self.launcher)
+            self.launcher = None
+
+    def close(self) -> None:
+        with self.lock:
+            self._retire()
+
+
+def _stop(launcher: Launcher) -> None:
+    stop(launcher.process, STOP_GRACE_SECONDS)  # as `faastlane run` stops its action
+    launcher.stop()
