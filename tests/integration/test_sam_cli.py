@@ -175,6 +175,66 @@ def test_run_against_a_loopback_endpoint_creates_what_is_missing_once(
     assert "local AWS (moto)" not in done.stderr  # the endpoint given was used
 
 
+NOTIFY = """\
+Resources:
+  Machine:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      Definition:
+        StartAt: Notify
+        States:
+          Notify:
+            Type: Task
+            Resource: !GetAtt NotifyFunction.Arn
+            End: true
+  NotifyFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: functions/record/
+      Handler: app.lambda_handler
+      Runtime: python3.11
+      Environment:
+        Variables: {TOPIC: !Ref Alerts}
+  Alerts:
+    Type: AWS::SNS::Topic
+    Properties:
+      Subscription:
+        - {Protocol: sqs, Endpoint: !GetAtt Inbox.Arn}
+  Inbox:
+    Type: AWS::SQS::Queue
+  Audit:
+    Type: AWS::SQS::Queue
+    Properties: {QueueName: orders-audit}
+  AuditSubscription:
+    Type: AWS::SNS::Subscription
+    Properties:
+      TopicArn: !Ref Alerts
+      Protocol: sqs
+      Endpoint: !GetAtt Audit.Arn
+"""
+PUBLISH = """\
+import os
+
+import boto3
+
+
+def lambda_handler(event, context):
+    boto3.client("sns").publish(TopicArn=os.environ["TOPIC"], Message="order placed")
+    return {}
+"""
+
+
+def test_topics_queues_and_subscriptions_are_created_in_order(tmp_path: Path,
+                                                               aws: LocalAws) -> None:
+    template = _project(tmp_path, NOTIFY, record=PUBLISH)
+    done = faastlane("run", str(template), env=aws.environment())
+    assert done.code == 0, done.stderr
+    for queue in (generated_name(STACK, "Inbox", 80), "orders-audit"):
+        envelope, = aws.drain_queue(queue)
+        assert envelope["Message"] == "order placed"
+        assert envelope["TopicArn"].endswith(":" + generated_name(STACK, "Alerts", 256))
+
+
 def test_the_stack_name_names_the_resources(tmp_path: Path, aws: LocalAws) -> None:
     done = faastlane("run", str(_project(tmp_path)), "--input", '{"id": "x"}',
                      "--stack-name", "other", env=aws.environment())

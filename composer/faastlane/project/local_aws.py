@@ -1,5 +1,6 @@
-"""The local AWS a ``faastlane run TEMPLATE`` talks to: the template's tables, topics,
-queues and buckets, created on a loopback endpoint if they are missing.
+"""The local AWS a ``faastlane run TEMPLATE`` talks to: the template's tables, queues,
+topics (with their ``Subscription``), buckets and SNS subscriptions, created on a
+loopback endpoint if they are missing.
 
 Where the endpoint comes from:
 
@@ -27,12 +28,13 @@ from urllib.parse import urlsplit
 from faastlane.errors import FaastlaneError
 
 from .parameters import LOCAL_ACCOUNT, ProjectOptions, region
-from .resources import BUCKET, QUEUE, TABLE_TYPES, TOPIC
+from .resources import BUCKET, LOCAL_TYPES, QUEUE, SUBSCRIPTION, TABLE_TYPES, TOPIC
 from .template import LocalResource, Project, is_template, read_template
 
 ENDPOINT = "AWS_ENDPOINT_URL"
 # The service of each resource type, as boto3 and AWS_ENDPOINT_URL_<SERVICE> name it.
-_SERVICES = {**{t: "dynamodb" for t in TABLE_TYPES}, TOPIC: "sns", QUEUE: "sqs", BUCKET: "s3"}
+_SERVICES = {**{t: "dynamodb" for t in TABLE_TYPES}, TOPIC: "sns", QUEUE: "sqs", BUCKET: "s3",
+             SUBSCRIPTION: "sns"}
 # moto accepts any credentials; these never leave this machine.
 DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 _MISSING = ("boto3 and moto's server are needed to run a template's resources locally: "
@@ -147,13 +149,21 @@ def _bucket(client: Any, resource: LocalResource) -> None:
     client.create_bucket(Bucket=resource.name, **extra)
 
 
-_CREATE = {**{t: _table for t in TABLE_TYPES}, TOPIC: _topic, QUEUE: _queue, BUCKET: _bucket}
+def _subscription(client: Any, resource: LocalResource) -> None:
+    props = resource.properties  # SNS keeps one subscription per topic and endpoint
+    client.subscribe(TopicArn=props["TopicArn"], Protocol=props["Protocol"],
+                     Endpoint=props["Endpoint"], Attributes=_attributes(
+                         props, ("RawMessageDelivery", "FilterPolicyScope")))
+
+
+_CREATE = {**{t: _table for t in TABLE_TYPES}, TOPIC: _topic, QUEUE: _queue, BUCKET: _bucket,
+           SUBSCRIPTION: _subscription}
 
 
 def create_missing(project: Project, env: dict[str, str], anywhere: bool) -> None:
     """Create the project's resources that are missing, on loopback endpoints only
     unless ``anywhere``."""
-    for resource in project.local_resources:
+    for resource in sorted(project.local_resources, key=lambda r: LOCAL_TYPES.index(r.type)):
         service = _SERVICES[resource.type]
         endpoint = configured_endpoint(service, env)
         if not anywhere and (endpoint is None or not is_loopback(endpoint)):

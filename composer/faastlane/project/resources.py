@@ -25,8 +25,10 @@ FUNCTION_TYPES = ("AWS::Serverless::Function", "AWS::Lambda::Function")
 STATE_MACHINE_TYPES = ("AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine")
 TABLE_TYPES = ("AWS::Serverless::SimpleTable", "AWS::DynamoDB::Table")
 TOPIC, QUEUE, BUCKET = "AWS::SNS::Topic", "AWS::SQS::Queue", "AWS::S3::Bucket"
-# The resources `faastlane run` creates on a loopback endpoint.
-LOCAL_TYPES = (*TABLE_TYPES, TOPIC, QUEUE, BUCKET)
+SUBSCRIPTION = "AWS::SNS::Subscription"
+# The resources `faastlane run` creates on a loopback endpoint, in this order (a
+# subscription needs its queue and topic).
+LOCAL_TYPES = (*TABLE_TYPES, QUEUE, TOPIC, BUCKET, SUBSCRIPTION)
 
 # Type -> (the property naming it, the longest name AWS accepts).
 _NAME_PROPERTIES = {
