@@ -215,3 +215,12 @@ def test_a_definition_given_instead_of_a_template_says_what_to_give(tmp_path: Pa
     problem, = _problems(load_app(str(tmp_path / "workflow.json")))
     assert problem.message.startswith("not a SAM or CloudFormation template: it has no "
                                       "Resources: this is a state machine definition")
+
+
+def test_an_ssm_parameter_needs_its_value_given(tmp_path: Path) -> None:
+    head = ("Parameters:\n  Key:\n    Type: AWS::SSM::Parameter::Value<String>\n"
+            "    Default: /shop/key\n")
+    problem, = _problems(_project(tmp_path, MACHINE + CHECK, head=head))
+    assert "read from SSM Parameter Store" in problem.message
+    options = ProjectOptions(parameter_overrides=("Key=secret",))
+    assert _problems(_project(tmp_path, MACHINE + CHECK, head=head, options=options)) == []

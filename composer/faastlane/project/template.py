@@ -175,6 +175,11 @@ class _Reader:
             spec = spec if isinstance(spec, dict) else {}
             if name in overrides:
                 text: Any = overrides[name]
+            elif str(spec.get("Type", "")).startswith("AWS::SSM::Parameter::"):
+                self.problem(where, f"parameter {name} is read from SSM Parameter Store, "
+                                    "which a local run does not reach: give its value with "
+                                    f"--parameter-overrides {name}=VALUE")
+                continue
             elif "Default" in spec:
                 text = spec["Default"]
             else:
