@@ -283,6 +283,45 @@ def test_several_state_machines_need_one_chosen(tmp_path: Path) -> None:
     assert chosen.json == {"a": 1}
 
 
+PARENT_AND_CHILD = """\
+Resources:
+  Parent:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      Definition:
+        StartAt: RunChild
+        States:
+          RunChild:
+            Type: Task
+            Resource: arn:aws:states:::states:startExecution.sync:2
+            Parameters:
+              StateMachineArn: !Ref Child
+              Input: {id.$: $.id}
+            OutputPath: $.Output
+            End: true
+  Child:
+    Type: AWS::StepFunctions::StateMachine
+    Properties:
+      StateMachineName: order-child
+      Definition:
+        StartAt: Echo
+        States:
+          Echo: {Type: Task, Resource: !GetAtt EchoFunction.Arn, End: true}
+  EchoFunction:
+    Type: AWS::Serverless::Function
+    Properties: {CodeUri: functions/record/, Handler: app.lambda_handler, Runtime: python3.11}
+"""
+
+
+def test_a_state_machine_starts_another_of_its_template(tmp_path: Path) -> None:
+    echo = "def lambda_handler(event, context):\n    return {'child_saw': event}\n"
+    template = _project(tmp_path, PARENT_AND_CHILD, record=echo)
+    done = faastlane("run", str(template), "--state-machine", "Parent", "--input",
+                     '{"id": "o-9"}', env=clean_environment())
+    assert done.code == 0, done.stderr
+    assert done.json == {"child_saw": {"id": "o-9"}}
+
+
 def test_an_app_folder_with_a_yaml_workflow_runs(tmp_path: Path) -> None:
     app = tmp_path / "app"
     (app / "functions").mkdir(parents=True)
