@@ -28,8 +28,9 @@ from faastlane.compose.app import (
 from faastlane.compose.relative_opens import relative_opens
 from faastlane.runtime.engine.functions import LAMBDA, FunctionSpec
 
+from .functions import TemplateFunction
 from .parameters import ProjectOptions
-from .template import Located, Project, TemplateFunction, read_template
+from .template import Located, Project, read_template
 
 METADATA_KEY = "Faastlane"
 

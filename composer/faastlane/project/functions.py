@@ -9,6 +9,7 @@ an error of the template: it is reported where a Task names it, as in an app fol
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from faastlane.asl.problem import Problem
@@ -18,13 +19,27 @@ from .intrinsics import Unresolved
 from .resources import Resource
 
 if TYPE_CHECKING:
-    from .template import TemplateFunction, _Reader
+    from .template import _Reader
 
 # The properties read (resolved); the others (Events, Policies, ...) do not matter here.
 _READ = ("CodeUri", "Code", "InlineCode", "Handler", "Runtime", "PackageType", "Environment",
          "Timeout", "MemorySize")
 # Folders of a code folder that are not code: SAM's build output, caches.
 IGNORED_IN_CODE = (".aws-sam", ".git", "__pycache__", "node_modules")
+
+
+@dataclass(frozen=True)
+class TemplateFunction:
+    """A function resource: its code folder and handler, as Lambda would run it."""
+
+    logical_id: str
+    name: str  # its local name (FunctionName, else the logical id): Tasks call it by it
+    code_dir: str  # absolute
+    module: str  # the handler's module file, relative to code_dir
+    entry: str
+    environment: dict[str, str]
+    timeout: float | None
+    memory: int | None
 
 
 class _Unusable(Exception):
@@ -70,8 +85,6 @@ def _code_dir(reader: _Reader, resource: Resource, props: dict[str, Any],
 def read_function(reader: _Reader, resource: Resource, name: str,
                   metadata: dict[str, Any]) -> tuple[TemplateFunction | None, Problem | None]:
     """The function, or the problem that makes it unusable here."""
-    from .template import TemplateFunction
-
     try:
         props = {key: reader.resolver.resolve(resource.properties[key], resource.at(key))
                  for key in _READ if key in resource.properties}

@@ -22,6 +22,7 @@ from faastlane.errors import AppError
 
 from . import documents
 from .documents import Document, DocumentError
+from .functions import TemplateFunction, read_function
 from .intrinsics import Resolver, Unresolved
 from .parameters import (
     ProjectOptions,
@@ -54,20 +55,6 @@ class Located:
 
     def within(self, pointer: str) -> Located:
         return Located(self.file, self.document, self.prefix + pointer)
-
-
-@dataclass(frozen=True)
-class TemplateFunction:
-    """A function resource: its code folder and handler, as Lambda would run it."""
-
-    logical_id: str
-    name: str  # its local name (FunctionName, else the logical id): Tasks call it by it
-    code_dir: str  # absolute
-    module: str  # the handler's module file, relative to code_dir
-    entry: str
-    environment: dict[str, str]
-    timeout: float | None
-    memory: int | None
 
 
 @dataclass(frozen=True)
@@ -305,15 +292,36 @@ class _Reader:
     # -- the definition ----------------------------------------------------------------
 
     def definition(self, resource: Resource, project: Project) -> None:
-        props, where = resource.properties, child(resource.where, "Properties")
+        """The state machine's definition, its substitutions made; each ${Name} left is a
+        problem where it is."""
+        where = child(resource.where, "Properties")
+        substitutions, failed = self.substitutions(resource.properties, where)
+        read = self.read_definition(resource.properties, where, substitutions, project)
+        if read is None:
+            return
+        definition, located = read
+        project.definition, project.definition_at = definition, located
+        declared = [*substitutions, *failed]
+        for pointer, name in _placeholders(definition, ""):
+            project.unresolved.add(located.prefix + pointer)
+            if name in failed:
+                continue  # its substitution's own problem says why
+            listed = ", ".join(sorted(declared)) or "none"
+            project.problems.append(located.place(
+                pointer, f"${{{name}}} is not in the state machine's DefinitionSubstitutions "
+                         f"(it has: {listed}){did_you_mean(name, declared)}"))
+
+    def substitutions(self, props: dict[str, Any],
+                      where: str) -> tuple[dict[str, str], set[str]]:
+        """DefinitionSubstitutions resolved to text, and the names that could not be."""
         substitutions: dict[str, str] = {}
         failed: set[str] = set()
-        raw_subs = props.get("DefinitionSubstitutions") or {}
-        if not isinstance(raw_subs, dict):
+        raw = props.get("DefinitionSubstitutions") or {}
+        if not isinstance(raw, dict):
             self.problem(child(where, "DefinitionSubstitutions"),
                          "DefinitionSubstitutions must be a mapping")
-            raw_subs = {}
-        for key, value in raw_subs.items():
+            return substitutions, failed
+        for key, value in raw.items():
             at = child(where, "DefinitionSubstitutions", key)
             resolved = self.resolve(value, at)
             if resolved is None:
@@ -324,79 +332,73 @@ class _Reader:
             else:
                 substitutions[key] = (json.dumps(resolved) if isinstance(resolved, bool)
                                       else str(resolved))
+        return substitutions, failed
+
+    def read_definition(self, props: dict[str, Any], where: str,
+                        substitutions: dict[str, str],
+                        project: Project) -> tuple[Any, Located] | None:
+        """The definition from whichever property holds it, and where it was read."""
         given = [k for k in ("Definition", "DefinitionUri", "DefinitionString",
                              "DefinitionS3Location") if k in props]
         if len(given) != 1:
             self.problem(where, "a state machine needs exactly one of Definition, "
                                 f"DefinitionUri, DefinitionString (it has {len(given) or 'none'})")
-            return
+            return None
         key = given[0]
         at = child(where, key)
         if key == "Definition":
-            located = self.at.within(at)
             definition = self.resolve(props[key], at)
             if definition is None:
-                return
-            definition = _substitute_strings(definition, substitutions)
-        elif key == "DefinitionString":
+                return None
+            return _substitute_strings(definition, substitutions), self.at.within(at)
+        if key == "DefinitionString":
             text = self.resolve(props[key], at)
             if not isinstance(text, str):
                 if text is not None:
                     self.problem(at, "DefinitionString must be a string")
-                return
-            located = self.at.within(at)
+                return None
             try:
                 definition = documents.parse(_substitute_text(text, substitutions),
                                              json_only=True).data
             except DocumentError as exc:
                 self.problem(at, f"DefinitionString: {exc}")
-                return
-        elif key == "DefinitionUri" and isinstance(props[key], str):
-            path = os.path.normpath(os.path.join(self.root, props[key]))
-            shown = os.path.relpath(path, self.root)
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    text = handle.read()
-            except OSError as exc:
-                self.problem(at, f"DefinitionUri {props[key]}: cannot read {shown}: "
-                                 f"{exc.strerror}")
-                return
-            is_json = path.endswith(".json")
-            try:
-                if is_json:  # substituted as text, as CloudFormation does (unquoted ${N})
-                    document = documents.parse(_substitute_text(text, substitutions), True)
-                else:
-                    document = documents.parse(text)
-                    document.data = _substitute_strings(document.data, substitutions)
-            except DocumentError as exc:
-                project.problems.append(Problem("", str(exc), shown, exc.line))
-                return
-            located = Located(shown, document)
-            if document.duplicates:
-                project.problems += [located.place(p, "duplicate key") for p in
-                                     document.duplicates]
-            definition = document.data
-        else:
-            self.problem(at, f"{key} in S3 is not supported: name a local file "
-                             "(DefinitionUri: statemachine/NAME.asl.json) or write the "
-                             "Definition inline")
-            return
-        project.definition, project.definition_at = definition, located
-        for pointer, name in _placeholders(definition, ""):
-            project.unresolved.add(located.prefix + pointer)
-            if name in failed:
-                continue  # its substitution's own problem says why
-            declared = [*substitutions, *failed]
-            listed = ", ".join(sorted(declared)) or "none"
-            project.problems.append(located.place(
-                pointer, f"${{{name}}} is not in the state machine's DefinitionSubstitutions "
-                         f"(it has: {listed}){did_you_mean(name, declared)}"))
+                return None
+            return definition, self.at.within(at)
+        if key == "DefinitionUri" and isinstance(props[key], str):
+            return self.definition_file(props[key], at, substitutions, project)
+        self.problem(at, f"{key} in S3 is not supported: name a local file "
+                         "(DefinitionUri: statemachine/NAME.asl.json) or write the "
+                         "Definition inline")
+        return None
+
+    def definition_file(self, uri: str, at: str, substitutions: dict[str, str],
+                        project: Project) -> tuple[Any, Located] | None:
+        """A DefinitionUri's file: JSON substituted as text, as CloudFormation does (so an
+        unquoted ${N} works), YAML in its strings."""
+        path = os.path.normpath(os.path.join(self.root, uri))
+        shown = os.path.relpath(path, self.root)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            self.problem(at, f"DefinitionUri {uri}: cannot read {shown}: {exc.strerror}")
+            return None
+        try:
+            if path.endswith(".json"):
+                document = documents.parse(_substitute_text(text, substitutions), True)
+            else:
+                document = documents.parse(text)
+                document.data = _substitute_strings(document.data, substitutions)
+        except DocumentError as exc:
+            project.problems.append(Problem("", str(exc), shown, exc.line))
+            return None
+        located = Located(shown, document)
+        project.problems += [located.place(p, "duplicate key") for p in document.duplicates]
+        return document.data, located
 
     # -- functions ---------------------------------------------------------------------
 
     def function(self, resource: Resource, project: Project) -> None:
-        from .functions import read_function  # one concern per module
-
         try:
             name = self.names.name(resource.logical_id)
         except Unresolved as exc:
