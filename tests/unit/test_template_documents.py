@@ -74,3 +74,8 @@ def test_invalid_json_has_its_line() -> None:
     with pytest.raises(DocumentError) as raised:
         parse('{\n  "A": 1,\n}', json_only=True)
     assert raised.value.line == 3 and "invalid JSON" in str(raised.value)
+
+
+def test_dates_stay_the_text_written_so_the_definition_is_json() -> None:
+    assert parse("A: 2024-01-31\nB: 2024-01-31T12:00:00Z\n").data == {
+        "A": "2024-01-31", "B": "2024-01-31T12:00:00Z"}

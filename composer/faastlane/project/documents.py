@@ -53,8 +53,13 @@ class _Loader(yaml.SafeLoader):
     """SafeLoader that turns scalars into values only (tags are handled by :func:`_convert`)."""
 
 
+# Scalars YAML reads as values JSON has no type for: kept as the text written (a date in
+# a Pass state's Result stays "2024-01-31", as CloudFormation's YAML-to-JSON keeps it).
+_TEXT_TAGS = ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary")
+
+
 def _scalar(loader: _Loader, node: yaml.ScalarNode) -> Any:
-    if node.tag.startswith("!"):
+    if node.tag.startswith("!") or node.tag in _TEXT_TAGS:
         return node.value  # the argument of a short tag is the text as written
     return loader.construct_object(node)
 
