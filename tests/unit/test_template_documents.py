@@ -3,7 +3,12 @@ the line of every node, and syntax errors at their line."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from faastlane.project.documents import DocumentError, parse
 
@@ -79,3 +84,18 @@ def test_invalid_json_has_its_line() -> None:
 def test_dates_stay_the_text_written_so_the_definition_is_json() -> None:
     assert parse("A: 2024-01-31\nB: 2024-01-31T12:00:00Z\n").data == {
         "A": "2024-01-31", "B": "2024-01-31T12:00:00Z"}
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8),
+              st.floats(allow_nan=False, allow_infinity=False)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=10)
+
+
+@settings(deadline=None)  # a loaded shared machine is slow, not wrong
+@given(json_values)
+def test_any_json_value_reads_back_the_same_from_yaml_and_from_json(value: object) -> None:
+    assert parse(yaml.safe_dump(value)).data == value
+    assert parse(json.dumps(value), json_only=True).data == value
