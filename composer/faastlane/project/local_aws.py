@@ -37,8 +37,8 @@ _SERVICES = {**{t: "dynamodb" for t in TABLE_TYPES}, TOPIC: "sns", QUEUE: "sqs",
              SUBSCRIPTION: "sns"}
 # moto accepts any credentials; these never leave this machine.
 DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-_MISSING = ("boto3 and moto's server are needed to run a template's resources locally: "
-            "pip install 'faastlane[local]'")
+_MISSING = ("boto3 and moto's server are needed to run a template's resources locally "
+            "(faastlane's own requirements): pip install 'moto[server]'")
 
 
 def is_loopback(url: str) -> bool:
