@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from faastlane.compose.action import check_app
@@ -58,6 +58,7 @@ def _template(definition: Any, function: Any, table: Any, condition: Any) -> dic
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values, functions, values, values)
+@example({"StartAt": [], "States": {"Fn": None}}, None, None, None)  # found by it once
 def test_any_template_gives_problems_not_a_traceback(tmp_path: Path, definition: Any,
                                                      function: Any, table: Any,
                                                      condition: Any) -> None:
