@@ -40,9 +40,13 @@ setup(
     # is written directly and sized with the same font's metrics).
     # Progress of long operations on a terminal (faastlane/progress.py): rich. The
     # baselines `faastlane bench APP` measures a user's workflow against: moto's Step
-    # Functions engine and its S3 server (with boto3).
+    # Functions engine and its S3 server (with boto3); moto's server is also the local AWS
+    # `faastlane run TEMPLATE` starts when no endpoint is set. SAM / CloudFormation
+    # templates and YAML definitions are read with PyYAML at compose time (the action
+    # itself gets JSON: its runtime stays standard-library only).
     install_requires=["jsonata-python>=0.7.1,<0.8", "pyelftools>=0.31", "capstone>=5",
-                      "Pillow>=10.1", "rich>=13", "moto[stepfunctions,awslambda,server]>=5.1"],
+                      "Pillow>=10.1", "rich>=13", "moto[stepfunctions,awslambda,server]>=5.1",
+                      "PyYAML>=6"],
     extras_require={
         # What the example applications' functions import (they run unmodified, as on
         # Lambda, where these would come from the deployment package or a layer).

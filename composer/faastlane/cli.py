@@ -22,26 +22,36 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
 from faastlane.asl.problem import Problem, summary
-from faastlane.compose.action import check_app, compose, warn
-from faastlane.compose.app import load_app
+from faastlane.compose.action import check_app, compose, prepare, shown_root, warn, write_action
+from faastlane.compose.app import WORKFLOW_FILE, load_app
 from faastlane.deploy.commands import COMMANDS as DEPLOY_COMMANDS
 from faastlane.deploy.commands import register as register_deploy
 from faastlane.graph.commands import COMMANDS as GRAPH_COMMANDS
 from faastlane.graph.commands import register as register_graph
 from faastlane.inspect.commands import COMMANDS as INSPECT_COMMANDS
 from faastlane.inspect.commands import register as register_inspect
+from faastlane.project.local_aws import local_resources
 from faastlane.scaffold.commands import COMMANDS as INIT_COMMANDS
 from faastlane.scaffold.commands import register as register_init
 from faastlane.serve.commands import COMMANDS as SERVE_COMMANDS
 from faastlane.serve.commands import register as register_serve
 
 from . import __version__
-from .cli_options import add_input, add_planning, planning, read_input
+from .cli_options import (
+    add_input,
+    add_planning,
+    add_project,
+    planning,
+    project_options,
+    read_input,
+)
 from .errors import FaastlaneError, InvalidWorkflow
 from .local_action import scratch_parent as _scratch_parent
 from .local_action import stop as _stop
 
 Handler = Callable[[argparse.Namespace], int]
+APP_HELP = ("the app folder, or a SAM / CloudFormation template (YAML or JSON) holding the "
+            "state machine and its functions")
 
 # Commands that other parts of the distribution add without this module importing them
 # (they import faastlane, never the reverse): a module named in the entry-point group
@@ -70,15 +80,16 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
         "validate", help="report every problem in an app's workflow",
         description="Check APP/workflow.json (Amazon States Language) and the functions it "
                     "names; list every problem with its JSON pointer. Exit 1 if any.")
-    validate.add_argument("app", metavar="APP", help="the app folder")
+    validate.add_argument("app", metavar="APP", help=APP_HELP)
     validate.add_argument("--json", action="store_true", help="print problems as JSON")
+    add_project(validate)
 
     comp = commands.add_parser(
         "compose", help="write the action folder for an app",
         description="Validate APP, plan where each state runs, and write a self-contained "
                     "action folder: orchestrator.py, plan.json, the runtime, the functions "
                     "and the OpenWhisk and Lambda entry points.")
-    comp.add_argument("app", metavar="APP", help="the app folder")
+    comp.add_argument("app", metavar="APP", help=APP_HELP)
     comp.add_argument("-o", "--output", required=True, metavar="OUT",
                       help="the action folder to write")
     add_planning(comp)
@@ -90,8 +101,11 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
                     "execution (exit 1; stderr names the failing state). A workflow refused "
                     "as invalid exits 3, bad usage 2. Functions' own output goes to stderr. "
                     "Example: faastlane run examples/finra --input-file "
-                    "examples/finra/input.json")
-    run.add_argument("app", metavar="APP", help="the app folder")
+                    "examples/finra/input.json; a template's tables, topics, queues and "
+                    "buckets are created on the loopback endpoint of AWS_ENDPOINT_URL "
+                    "(with none set, on an embedded local AWS the run starts and stops): "
+                    "faastlane run examples/stock-trader/template.yaml")
+    run.add_argument("app", metavar="APP", help=APP_HELP)
     add_input(run)
     run.add_argument("--trace", nargs="?", const="-", metavar="FILE",
                      help="write a per-state timeline (JSON lines) to FILE, apart from the "
@@ -101,6 +115,9 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
                           "records, in GetExecutionHistory's JSON shape")
     run.add_argument("--keep", metavar="DIR",
                      help="compose into DIR and keep it (default: a temporary folder)")
+    run.add_argument("--create-resources", action="store_true",
+                     help="a template's resources: create the missing ones even on an "
+                          "endpoint that is not this machine's (never without this flag)")
     add_planning(run)
     register_deploy(commands, add_planning)
     register_graph(commands, add_planning)
@@ -122,16 +139,20 @@ def _print_problems(problems: list[Problem], app: str, stream) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    app = load_app(args.app)
-    warn(app, args.app)
+    app = load_app(args.app, project_options(args))
+    shown = shown_root(args.app)
+    warn(app, shown)
     _, problems = check_app(app)
     if args.json:
         print(json.dumps([problem.as_json() for problem in problems], indent=2))
     elif problems:
-        _print_problems(problems, args.app, sys.stdout)
-        print(summary(problems, args.app))
+        _print_problems(problems, shown, sys.stdout)
+        print(summary(problems, shown))
+    elif os.path.isfile(args.app):
+        print(f"{args.app} is valid (state machine {app.name})")
     else:
-        print(f"{os.path.join(args.app, 'workflow.json')} is valid")
+        origin = app.workflow_origin
+        print(f"{os.path.join(args.app, origin.file if origin else WORKFLOW_FILE)} is valid")
     return 1 if problems else 0
 
 
@@ -147,19 +168,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise FaastlaneError(f"--history {args.history}: its folder does not exist")
     with tempfile.TemporaryDirectory(prefix="faastlane-run-", dir=_scratch_parent()) as scratch:
         out = args.keep or os.path.join(scratch, "action")
-        compose(args.app, out, **planning(args))
+        composition = prepare(args.app, **planning(args))
+        write_action(composition, out)
         input_file = os.path.join(scratch, "input.json")
         with open(input_file, "w", encoding="utf-8") as handle:
             handle.write(text)
         command = [sys.executable, out, "--input-file", input_file,
-                   "--source-root", os.path.abspath(args.app)]
+                   "--source-root", os.path.abspath(shown_root(args.app))]
+        command += [f"--source-folder={folder}={source}"  # a template's code folders
+                    for folder, source in composition.app.code.items()]
         if args.trace:
             command += ["--trace", args.trace if args.trace == "-"
                         else os.path.abspath(args.trace)]
         if args.history:
             command += ["--history", os.path.abspath(args.history)]
         # The composed action is its own program: the same one OpenWhisk or Lambda loads.
-        code = _run_action(command)
+        # A template's tables, topics, ...: created on the local endpoint (or an embedded
+        # one, for this run only) before its workflow runs.
+        with local_resources(args.app, project_options(args), args.create_resources) as env:
+            code = _run_action(command, env)
     if code in (0, 1, 2):
         return code
     # The Orchestrator itself died (a function crashed the shared process, say): report
@@ -182,9 +209,9 @@ def _interrupted(signum: int, _frame: object) -> None:
     raise Interrupted(signum)
 
 
-def _run_action(command: list[str]) -> int:
+def _run_action(command: list[str], env: dict[str, str] | None = None) -> int:
     """Run the composed action; if this command is stopped, stop it and its children."""
-    process = subprocess.Popen(command)
+    process = subprocess.Popen(command, env=env)
     try:
         return process.wait()
     except BaseException:

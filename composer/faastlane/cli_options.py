@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from faastlane.project.parameters import ProjectOptions
 from faastlane.runtime.options import ISOLATION_MODES
 
 from .errors import FaastlaneError
@@ -31,11 +32,33 @@ def add_planning(parser: argparse.ArgumentParser) -> None:
                          help="run Parallel branches and Map iterations as threads (-Th)")
     variant.add_argument("--processes-only", action="store_true",
                          help="run every function in its own process (-P)")
+    add_project(parser)
 
 
 def planning(args: argparse.Namespace) -> dict[str, Any]:
-    """The planning options as keyword arguments of ``compose.prepare``."""
-    return {key: getattr(args, key) for key in _PLANNING}
+    """The planning options (and a template's) as keyword arguments of
+    ``compose.prepare``."""
+    return {**{key: getattr(args, key) for key in _PLANNING}, "project": project_options(args)}
+
+
+def add_project(parser: argparse.ArgumentParser) -> None:
+    """The options of an APP that is a SAM / CloudFormation template."""
+    group = parser.add_argument_group("when APP is a SAM or CloudFormation template")
+    group.add_argument("--parameter-overrides", nargs="+", action="extend", default=[],
+                       metavar="KEY=VALUE",
+                       help="template parameters, as sam takes them: Key=Value ... or "
+                            "ParameterKey=Key,ParameterValue=Value ...")
+    group.add_argument("--state-machine", metavar="ID",
+                       help="the state machine's logical id, when the template has several")
+    group.add_argument("--stack-name", metavar="NAME",
+                       help="the stack's name (AWS::StackName, and the prefix of local "
+                            "resources' names; default: the template's folder name)")
+
+
+def project_options(args: argparse.Namespace) -> ProjectOptions:
+    return ProjectOptions(tuple(getattr(args, "parameter_overrides", None) or ()),
+                          getattr(args, "state_machine", None),
+                          getattr(args, "stack_name", None))
 
 
 def add_input(parser: argparse.ArgumentParser) -> None:

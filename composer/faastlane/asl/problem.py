@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 WORKFLOW_FILE = "workflow.json"
@@ -38,6 +38,8 @@ class Problem:
         ``APP/functions/f.py:3: message``, or ``APP/functions/f.py: message`` for the
         whole file; ``app`` is the app folder as the user named it."""
         path = os.path.join(app, self.file)
+        if self.line is not None and self.pointer:  # a parsed JSON/YAML file
+            return f"{path}:{self.line}: {self.pointer}: {self.message}"
         if self.line is not None:
             return f"{path}:{self.line}: {self.message}"
         if self.pointer:
@@ -61,6 +63,16 @@ def summary(problems: Sequence[Problem], app: str = "") -> str:
     if len(counts) == 1:
         return f"{total} in {next(iter(counts))}"
     return f"{total}: " + ", ".join(f"{n} in {path}" for path, n in counts.items())
+
+
+def nearest_line(lines: Mapping[str, int], pointer: str) -> int | None:
+    """The line of the node at ``pointer`` in a parsed file, else of its nearest ancestor."""
+    while True:
+        if pointer in lines:
+            return lines[pointer]
+        if not pointer:
+            return None
+        pointer = pointer.rsplit("/", 1)[0]
 
 
 def pointer(*tokens: str | int) -> str:

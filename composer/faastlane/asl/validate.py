@@ -97,7 +97,8 @@ class _Validator(ChoiceChecks, ErrorHandlingChecks, MapChecks):
         for name, state in states.items():
             self.state(state, child(states_at, name), names)
         if states:
-            self.reachability(states, states_at, start if start in states else None)
+            self.reachability(states, states_at,
+                              start if isinstance(start, str) and start in states else None)
 
     def register(self, name: str, where: str, states_at: str) -> None:
         """Record a state name; names are unique in the whole definition, nested or not."""

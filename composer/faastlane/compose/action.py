@@ -35,6 +35,8 @@ from faastlane.asl.validate import validate
 from faastlane.errors import FaastlaneError, InvalidWorkflow
 from faastlane.inspect.errors import InspectionFailed
 from faastlane.inspect.shipment import app_waivers, inspect_shipment
+from faastlane.project.functions import IGNORED_IN_CODE
+from faastlane.project.parameters import ProjectOptions
 from faastlane.runtime.asl.model import JSONATA, Machine, machine_from_asl, walk_states
 from faastlane.runtime.options import Options
 from faastlane.runtime.services.executions import STATE_MACHINES_FILE
@@ -99,12 +101,22 @@ class Composition:
 def check_app(app: App) -> tuple[Any, list[Problem]]:
     """Every problem with an app's workflow, functions and settings, the most important
     first (root causes before their likely consequences), then by file and pointer."""
+    if app.workflow_text is None:  # unreadable: app.problems says why
+        return None, sorted(dict.fromkeys(app.problems), key=sort_key)
     definition, problems = load_definition(app.workflow_text)
     if not problems:
         problems = validate(definition, functions=set(app.functions), unusable=app.unusable)
         if not problems:
             problems = unsupported_features(definition)
+    if app.workflow_origin is not None:  # a YAML definition, a template: shown there
+        problems = [app.workflow_origin.place(p) if p.file == WORKFLOW_FILE else p
+                    for p in problems]
     return definition, sorted(dict.fromkeys(problems + app.problems), key=sort_key)
+
+
+def shown_root(app_path: str) -> str:
+    """The folder the app's problems are shown in: the app folder, or a template's."""
+    return os.path.dirname(app_path) if os.path.isfile(app_path) else app_path
 
 
 def warn(app: App, app_path: str) -> None:
@@ -116,13 +128,15 @@ def warn(app: App, app_path: str) -> None:
 
 def prepare(app_path: str, isolation: str | None = None, vcpus: int | None = None,
             threads_only: bool = False, processes_only: bool = False,
-            max_containers: int | None = None) -> Composition:
-    """Load, validate, model and plan an app; raise InvalidWorkflow listing all problems."""
-    app = load_app(app_path)
-    warn(app, app_path)
+            max_containers: int | None = None,
+            project: ProjectOptions | None = None) -> Composition:
+    """Load, validate, model and plan an app (a folder, or a template read with
+    ``project``); raise InvalidWorkflow listing all problems."""
+    app = load_app(app_path, project)
+    warn(app, shown_root(app_path))
     definition, problems = check_app(app)
     if problems:
-        raise InvalidWorkflow(problems, app_path)
+        raise InvalidWorkflow(problems, shown_root(app_path))
     mode, reason = choose_isolation(app, isolation)
     workflow = machine_from_asl(definition)
     options = make_options(app, mode, vcpus, threads_only, processes_only, workflow,
@@ -148,6 +162,8 @@ def write_action(composition: Composition, out_dir: str) -> str:
         except InspectionFailed as exc:
             refused.append(exc)
 
+    for source in app.code.values():  # a template's code folders, copied into the action
+        output.check_target(out_dir, app.root, source)
     output.write_into(out_dir, app.root, os.path.join(app.root, FUNCTIONS_DIR), build)
     if refused:
         raise refused[0]
@@ -162,7 +178,11 @@ def _build(composition: Composition, out_dir: str) -> None:
     if uses_jsonata(composition.workflow):
         vendor_jsonata(out_dir)
     functions_src = os.path.join(app.root, FUNCTIONS_DIR)
-    if os.path.isdir(functions_src):
+    if app.code:  # a template's: each function's code folder (CodeUri) as its own
+        for folder, source in app.code.items():
+            shutil.copytree(source, os.path.join(out_dir, folder),
+                            ignore=shutil.ignore_patterns(*IGNORED_IN_CODE, "*.pyc"))
+    elif os.path.isdir(functions_src):
         shutil.copytree(functions_src, os.path.join(out_dir, FUNCTIONS_DIR),
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     files = {

@@ -18,16 +18,22 @@ import ast
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from faastlane.asl.problem import Problem, child, did_you_mean
+from faastlane.asl.problem import Problem, child, did_you_mean, nearest_line
 from faastlane.errors import AppError
 from faastlane.runtime.engine.functions import LAMBDA, OPENWHISK, FunctionSpec
 
 from .relative_opens import relative_opens
 
+if TYPE_CHECKING:
+    from faastlane.project.parameters import ProjectOptions
+
 WORKFLOW_FILE = "workflow.json"
+# The workflow in YAML (as SAM projects write it), when there is no workflow.json.
+YAML_WORKFLOW_FILES = ("workflow.asl.yaml", "workflow.asl.yml")
 SETTINGS_FILE = "faastlane.json"
 FUNCTIONS_DIR = "functions"
 FUNCTION_MANIFEST = "function.json"
@@ -73,11 +79,29 @@ class Settings:
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class WorkflowOrigin:
+    """Where the workflow was read from when not from workflow.json (a YAML definition,
+    a template): the validator's problems, at pointers into the workflow, are shown
+    there, with their lines."""
+
+    file: str  # relative to the app's root
+    prefix: str = ""  # the workflow's pointer in that file (an inline Definition)
+    lines: Mapping[str, int] = field(default_factory=dict)  # pointer in file -> line
+    # Pointers whose problems follow from another one (a ${...} no substitution replaced).
+    consequences: frozenset[str] = frozenset()
+
+    def place(self, problem: Problem) -> Problem:
+        where = self.prefix + problem.pointer
+        return Problem(where, problem.message, self.file, nearest_line(self.lines, where),
+                       problem.secondary or where in self.consequences)
+
+
 @dataclass
 class App:
     root: str
     name: str
-    workflow_text: str
+    workflow_text: str | None  # None: it could not be read (its problem is in problems)
     functions: dict[str, FunctionSpec]
     settings: Settings
     problems: list[Problem] = field(default_factory=list)  # in functions/ and faastlane.json
@@ -88,24 +112,66 @@ class App:
     # What works on Lambda but not in a composed action, said without refusing the app
     # (relative_opens): each a Problem rendered as a warning.
     warnings: list[Problem] = field(default_factory=list)
+    workflow_origin: WorkflowOrigin | None = None  # None: workflow.json
+    # Where the functions' code comes from: folder in the action -> source folder.
+    # Empty for an app folder, whose functions/ is copied whole.
+    code: dict[str, str] = field(default_factory=dict)
+    # A template's other state machines, valid, by name: {name: definition}
+    # (states:startExecution runs them in the action). Empty for an app folder.
+    state_machines: dict[str, Any] = field(default_factory=dict)
 
 
-def load_app(path: str) -> App:
-    """Read an app folder; problems with its functions and settings are collected."""
+def load_app(path: str, options: ProjectOptions | None = None) -> App:
+    """Read an app folder, or a SAM / CloudFormation template file (``options`` say which
+    state machine, parameters and stack name); problems are collected."""
+    if os.path.isfile(path):
+        from faastlane.project.app_model import load_project  # it builds on this module
+
+        return load_project(path, options)
     root = os.path.abspath(path)
     if not os.path.isdir(root):
         raise AppError(f"no app folder at {path}")
-    workflow_path = os.path.join(root, WORKFLOW_FILE)
-    try:
-        with open(workflow_path, encoding="utf-8") as handle:
-            workflow_text = handle.read()
-    except FileNotFoundError:
-        raise AppError(f"{path} has no {WORKFLOW_FILE}: an app folder holds the workflow "
-                       f"(ASL) in {WORKFLOW_FILE} and its code in {FUNCTIONS_DIR}/") from None
     problems: list[Problem] = []
+    workflow_text, origin = _read_workflow(root, path, problems)
     settings = _load_settings(root, problems)
     unusable: dict[str, Problem] = {}
     functions = _discover_functions(root, problems, unusable)
+    check_setting_names(settings, functions, unusable, problems)
+    functions = _configure_functions(functions, settings.functions, problems, unusable)
+    name = settings.name or os.path.basename(root.rstrip(os.sep))
+    return App(root, name, workflow_text, functions, settings, problems, unusable,
+               relative_opens(root, functions), origin)
+
+
+def _read_workflow(root: str, path: str,
+                   problems: list[Problem]) -> tuple[str | None, WorkflowOrigin | None]:
+    """workflow.json's text, or workflow.asl.yaml's as JSON (and where its lines are)."""
+    try:
+        with open(os.path.join(root, WORKFLOW_FILE), encoding="utf-8") as handle:
+            return handle.read(), None
+    except FileNotFoundError:
+        pass
+    for yaml_file in YAML_WORKFLOW_FILES:
+        if os.path.isfile(os.path.join(root, yaml_file)):
+            from faastlane.project import documents  # YAML: PyYAML, composer side only
+
+            try:
+                document = documents.read(os.path.join(root, yaml_file))
+            except documents.DocumentError as exc:
+                problems.append(Problem("", str(exc), yaml_file, exc.line))
+                return None, None
+            problems += [Problem(p, "duplicate key", yaml_file, document.line(p))
+                         for p in document.duplicates]
+            return (json.dumps(document.data, indent=2) + "\n",
+                    WorkflowOrigin(yaml_file, "", document.lines))
+    raise AppError(f"{path} has no {WORKFLOW_FILE}: an app folder holds the workflow "
+                   f"(ASL) in {WORKFLOW_FILE} (or {YAML_WORKFLOW_FILES[0]}) and its code in "
+                   f"{FUNCTIONS_DIR}/") from None
+
+
+def check_setting_names(settings: Settings, functions: dict[str, FunctionSpec],
+                        unusable: dict[str, Problem], problems: list[Problem]) -> None:
+    """Every function the settings name (trusted, untrusted, ...) must exist."""
     for names, key in ((settings.trusted, "trusted"), (settings.untrusted, "untrusted"),
                        (settings.sensitive, "sensitive"),
                        (tuple(settings.kept_escapes), "kept_escapes")):
@@ -116,10 +182,6 @@ def load_app(path: str) -> App:
             elif name not in functions:
                 problems.append(Problem(at, f"no function named {name!r}"
                                             f"{did_you_mean(name, functions)}", SETTINGS_FILE))
-    functions = _configure_functions(functions, settings.functions, problems, unusable)
-    name = settings.name or os.path.basename(root.rstrip(os.sep))
-    return App(root, name, workflow_text, functions, settings, problems, unusable,
-               relative_opens(root, functions))
 
 
 def _load_settings(root: str, problems: list[Problem]) -> Settings:
@@ -133,6 +195,11 @@ def _load_settings(root: str, problems: list[Problem]) -> Settings:
         problems.append(Problem("", f"not valid JSON: {exc.msg} (column {exc.colno})",
                                 SETTINGS_FILE, exc.lineno))
         return Settings()
+    return settings_from(raw, problems)
+
+
+def settings_from(raw: Any, problems: list[Problem]) -> Settings:
+    """faastlane.json's settings from its parsed object; problems at pointers in it."""
     if not isinstance(raw, dict):
         problems.append(Problem("", f"{SETTINGS_FILE} must hold a JSON object", SETTINGS_FILE))
         return Settings()
@@ -174,7 +241,7 @@ def _configure_functions(functions: dict[str, FunctionSpec],
             continue
         changes: dict[str, Any] = {}
         for key, value in config.items():
-            problem = _function_setting_problem(key, value)
+            problem = function_setting_problem(key, value)
             if problem is not None:
                 problems.append(Problem(f"{where}/{key}", f"functions.{name}.{key} {problem}",
                                         SETTINGS_FILE))
@@ -186,7 +253,7 @@ def _configure_functions(functions: dict[str, FunctionSpec],
     return out
 
 
-def _function_setting_problem(key: str, value: Any) -> str | None:
+def function_setting_problem(key: str, value: Any) -> str | None:
     """What is wrong with one setting of a function, or None."""
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if key == "timeout":
@@ -208,6 +275,18 @@ def _function_setting_problem(key: str, value: Any) -> str | None:
         if not isinstance(text, str):
             return f"sets {variable} to a {type(text).__name__}: values are strings"
     return None
+
+
+def handler_problem(module_file: str, shown: str, entry: str) -> Problem | None:
+    """Why the module ``shown`` cannot be called through ``entry`` (a syntax error, no such
+    top-level name: parsed, not imported), or None."""
+    try:
+        bound = _bindings(_parse(module_file, shown))
+    except _Refused as exc:
+        return exc.problem
+    if bound.binds(entry):
+        return None
+    return Problem("", f"defines no {entry!r}{did_you_mean(entry, bound.functions)}", shown)
 
 
 class _Refused(Exception):

@@ -100,7 +100,8 @@ def package_openwhisk(app_path: str, out_zip: str, kind: str = OPENWHISK_KIND,
         action = write_action(composition, os.path.join(scratch, "action"))
         trees = [(action, "")]
         vendored = vendor_app(composition.app.root, _kind_version(kind), runtime_has_sdk=False,
-                              uses_aws_services=calls_aws_services(composition))
+                              uses_aws_services=calls_aws_services(composition),
+                              code_dirs=composition.app.code.values())
         if vendored:
             trees.append((vendored, ""))
         inspect_shipment(action, _waivers(composition), trees[1:])  # before zipping
@@ -131,7 +132,8 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
         # The managed python3.x runtime has boto3; the custom runtime has only our layer.
         vendored = vendor_app(composition.app.root, version,
                               runtime_has_sdk=not custom_runtime,
-                              uses_aws_services=calls_aws_services(composition))
+                              uses_aws_services=calls_aws_services(composition),
+                              code_dirs=composition.app.code.values())
         if vendored:
             trees.append((vendored, "python/"))
             # No upload route lifts this limit; say so before scanning and zipping it all.

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from faastlane import progress
-from faastlane.cli_options import planning, read_input
+from faastlane.cli_options import planning, project_options, read_input
 from faastlane.compose.app import load_app
 
 from . import bundle, image_bundle
@@ -81,7 +81,8 @@ def register(commands: Any, add_planning: Callable[[argparse.ArgumentParser], No
                     "kind); for Lambda function.zip and layer.zip (and runtime-layer.zip "
                     "with --custom-runtime). Dependencies from requirements.txt files are "
                     "vendored.")
-    package.add_argument("app", metavar="APP", help="the app folder")
+    package.add_argument("app", metavar="APP",
+                         help="the app folder, or a SAM / CloudFormation template")
     _add_target(package)
     package.add_argument("-o", "--output", metavar="OUT",
                          help="OpenWhisk: the zip to write; Lambda: the folder for the zips "
@@ -93,7 +94,8 @@ def register(commands: Any, add_planning: Callable[[argparse.ArgumentParser], No
         "deploy", help="create or update the action / function",
         description="Package APP and create or update it on the platform: an OpenWhisk "
                     "action (PUT ...?overwrite=true) or a Lambda function with its layers.")
-    deploy.add_argument("app", metavar="APP", help="the app folder")
+    deploy.add_argument("app", metavar="APP",
+                        help="the app folder, or a SAM / CloudFormation template")
     _add_target(deploy)
     deploy.add_argument("--name", help="the action / function name (default: the app's)")
     _add_packaging(deploy)
@@ -195,8 +197,8 @@ def _checked_lambda(args: argparse.Namespace) -> LambdaClient:
     settings' bounds) are known to be complete: before packaging, which can take long.
     The deployer checks again before it creates anything."""
     client = LambdaClient(args.profile, args.region)
-    check_lambda(client, args.name or load_app(args.app).name, args.role, args.memory,
-                 args.timeout)
+    check_lambda(client, args.name or load_app(args.app, project_options(args)).name,
+                 args.role, args.memory, args.timeout)
     return client
 
 
@@ -204,7 +206,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     _check_image_options(args)
     environment = parse_environment(args.env, args.target, os.environ)
     if environment:
-        for line in shadowed(environment, load_app(args.app).functions):
+        for line in shadowed(environment, load_app(args.app, project_options(args)).functions):
             _say(line)
     # Progress covers the talking to the platform, once its configuration was checked.
     deploying = lambda name: progress.step(f"deploying {name} to {args.target}")  # noqa: E731

@@ -79,8 +79,9 @@ def package_openwhisk_image(app_path: str, out_zip: str, base: str | None = None
     composition = prepare(app_path, **planning)
     name = composition.app.name
     # The base images' Python has no boto3: vendored when the app needs it.
-    needs_packages = bool(requirement_files(composition.app.root)) or imports_aws_sdk(
-        composition.app.root) or calls_aws_services(composition)
+    app, code = composition.app, list(composition.app.code.values())  # code: a template's
+    needs_packages = bool(requirement_files(app.root, code)) or imports_aws_sdk(
+        app.root, code) or calls_aws_services(composition)
     waivers = app_waivers(composition.app.settings.inspector_waivers)
     built: BuiltImage | None = None
     if needs_packages or base is None:
@@ -89,8 +90,9 @@ def package_openwhisk_image(app_path: str, out_zip: str, base: str | None = None
         action = write_action(composition, os.path.join(scratch, "action"))
         if needs_packages:
             source = resolve_base(base)
-            packages = vendor_app(composition.app.root, source.version, runtime_has_sdk=False,
-                                  uses_aws_services=calls_aws_services(composition))
+            packages = vendor_app(app.root, source.version, runtime_has_sdk=False,
+                                  uses_aws_services=calls_aws_services(composition),
+                                  code_dirs=code)
             assert packages is not None
             site = source.site + "/"
             report = inspect_shipment(action, waivers, [(packages, site)])
@@ -124,7 +126,8 @@ def package_lambda_image(app_path: str, base: str | None = None,
     with tempfile.TemporaryDirectory(prefix="faastlane-package-") as scratch:
         action = write_action(composition, os.path.join(scratch, "action"))
         app_packages = vendor_app(composition.app.root, source.version, runtime_has_sdk=False,
-                                  uses_aws_services=calls_aws_services(composition))
+                                  uses_aws_services=calls_aws_services(composition),
+                                  code_dirs=composition.app.code.values())
         trees = [t for t in (app_packages,
                              vendor([], source.version, [RUNTIME_INTERFACE_CLIENT])) if t]
         report = inspect_shipment(action, waivers, [(t, source.site + "/") for t in trees])

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 
 from faastlane import cache, progress
 from faastlane.compose.app import FUNCTIONS_DIR
@@ -41,18 +42,21 @@ RUNTIME_SDK_PACKAGES = frozenset({"boto3", "botocore", "s3transfer", "jmespath"}
 _SDK_MODULES = frozenset({"boto3", "botocore"})
 
 
-def requirement_files(app_root: str) -> list[str]:
-    """The app's requirements files, the app-wide one first, then per function by name."""
+def requirement_files(app_root: str, code_dirs: Iterable[str] = ()) -> list[str]:
+    """The app's requirements files, the app-wide one first, then per function by name;
+    for a template, those of its functions' code folders (``code_dirs``: App.code)."""
     found = []
     top = os.path.join(app_root, REQUIREMENTS)
     if os.path.isfile(top):
         found.append(top)
     functions = os.path.join(app_root, FUNCTIONS_DIR)
-    if os.path.isdir(functions):
-        for name in sorted(os.listdir(functions)):
-            candidate = os.path.join(functions, name, REQUIREMENTS)
-            if os.path.isfile(candidate):
-                found.append(candidate)
+    folders = list(code_dirs) or ([os.path.join(functions, name)
+                                   for name in sorted(os.listdir(functions))]
+                                  if os.path.isdir(functions) else [])
+    for folder in folders:
+        candidate = os.path.join(folder, REQUIREMENTS)
+        if os.path.isfile(candidate) and candidate not in found:
+            found.append(candidate)
     return found
 
 
@@ -71,10 +75,12 @@ def _pip_command(files: list[str], target: str, python_version: str) -> list[str
     return command
 
 
-def imports_aws_sdk(app_root: str) -> bool:
+def imports_aws_sdk(app_root: str, code_dirs: Iterable[str] = ()) -> bool:
     """Whether any function's Python source imports boto3 or botocore (anywhere in it)."""
-    pattern = os.path.join(app_root, FUNCTIONS_DIR, "**", "*.py")
-    for path in glob.glob(pattern, recursive=True):
+    folders = list(code_dirs) or [os.path.join(app_root, FUNCTIONS_DIR)]
+    paths = [path for folder in folders
+             for path in glob.glob(os.path.join(folder, "**", "*.py"), recursive=True)]
+    for path in paths:
         try:
             with open(path, encoding="utf-8") as handle:
                 tree = ast.parse(handle.read(), path)
@@ -90,15 +96,16 @@ def imports_aws_sdk(app_root: str) -> bool:
 
 
 def vendor_app(app_root: str, python_version: str, runtime_has_sdk: bool,
-               uses_aws_services: bool = False) -> str | None:
+               uses_aws_services: bool = False, code_dirs: Iterable[str] = ()) -> str | None:
     """The app's requirements installed for a target: without the AWS SDK when the
     target's runtime has it (``runtime_has_sdk``), with it when the runtime lacks it and
     the app needs it (a function imports it, or ``uses_aws_services``: the workflow's
     service integrations, which the runtime calls through boto3)."""
-    requirements = requirement_files(app_root)
+    code_dirs = list(code_dirs)
+    requirements = requirement_files(app_root, code_dirs)
     if runtime_has_sdk:
         return vendor(requirements, python_version, exclude=RUNTIME_SDK_PACKAGES)
-    needs_sdk = uses_aws_services or imports_aws_sdk(app_root)
+    needs_sdk = uses_aws_services or imports_aws_sdk(app_root, code_dirs)
     return vendor(requirements, python_version, [AWS_SDK] if needs_sdk else None)
 
 

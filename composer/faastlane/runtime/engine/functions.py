@@ -46,20 +46,28 @@ _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 # the user's own files, not the temporary action folder's copies of them.
 _SOURCE_ROOT: str | None = None
 _ACTION_ROOT = ""
+# A template's functions: their folder in the action -> their code folder (CodeUri).
+_SOURCE_FOLDERS: dict[str, str] = {}
 
 
-def show_sources_from(app_root: str) -> None:
+def show_sources_from(app_root: str, folders: dict[str, str] | None = None) -> None:
     """Make stack traces name ``app_root``'s files (the action's root is this runtime's
-    parent folder)."""
+    parent folder), and those of ``folders`` (action-relative folder -> source folder)."""
     global _SOURCE_ROOT, _ACTION_ROOT
     _SOURCE_ROOT = os.path.abspath(app_root)
     _ACTION_ROOT = os.path.dirname(_RUNTIME_DIR.rstrip(os.sep)) + os.sep
+    _SOURCE_FOLDERS.update((folder.strip("/") + "/", os.path.abspath(source))
+                           for folder, source in (folders or {}).items())
 
 
 def _source_of(filename: str) -> str:
     if _SOURCE_ROOT is None or not filename.startswith(_ACTION_ROOT):
         return filename
-    original = os.path.join(_SOURCE_ROOT, filename[len(_ACTION_ROOT):])
+    relative = filename[len(_ACTION_ROOT):]
+    original = os.path.join(_SOURCE_ROOT, relative)
+    for folder, source in _SOURCE_FOLDERS.items():
+        if relative.startswith(folder):
+            original = os.path.join(source, relative[len(folder):])
     return original if os.path.exists(original) else filename
 
 

@@ -47,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--source-root", metavar="APP",
                         help="the app folder this action was composed from: stack traces "
                              "name its files (faastlane run passes it)")
+    parser.add_argument("--source-folder", action="append", default=[],
+                        metavar="FOLDER=SOURCE",
+                        help="a function folder of the action and the folder it was copied "
+                             "from (a template's CodeUri): stack traces name its files")
     return parser
 
 
@@ -81,7 +85,8 @@ def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int
     shutdown.install()
     args = _parser().parse_args(argv)
     if args.source_root:
-        functions.show_sources_from(args.source_root)
+        functions.show_sources_from(args.source_root, dict(
+            item.split("=", 1) for item in args.source_folder if "=" in item))
     execution_input = read_input(args)
     if args.trace not in (None, "-"):
         args.trace = os.path.abspath(args.trace)
