@@ -38,9 +38,7 @@ def test_name_option_names_the_workflow(tmp_path: Path) -> None:
     assert not (tmp_path / "y").exists()
 
 
-def test_sam_form_writes_a_template_its_definition_and_functions(tmp_path: Path) -> None:
-    # `faastlane run DIR/template.yaml` needs the template loader (branch sam); until it
-    # lands, this checks the files and that they agree with each other.
+def test_sam_form_runs_at_once_and_its_files_agree(tmp_path: Path) -> None:
     app = tmp_path / "orders-sam"
     done = faastlane("init", str(app), "--template", "sam")
     assert done.code == 0, done.stderr
@@ -57,6 +55,11 @@ def test_sam_form_writes_a_template_its_definition_and_functions(tmp_path: Path)
             code = app / resource["Properties"]["CodeUri"] / "app.py"
             assert code.is_file() and "def handler(event, context)" in code.read_text()
             assert f"{logical}Arn" in machine["DefinitionSubstitutions"]
+    assert faastlane("validate", str(app / "template.yaml")).code == 0
+    run = faastlane("run", str(app / "template.yaml"), "--input-file", str(app / "input.json"))
+    assert run.code == 0, run.stderr
+    assert run.json == {"risk": "low",
+                        "receipt": "order A-1001: 2 item(s), total 288.00"}
 
 
 def _tasks(machine: dict) -> list[dict]:
