@@ -22,10 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from asl_acceptance import refusals
 
 from faastlane.asl.load import load_definition
-from faastlane.asl.unsupported import unsupported_features
-from faastlane.asl.validate import validate
 from faastlane.runtime.asl.model import machine_from_asl
 from faastlane.runtime.orchestrator import Orchestrator
 
@@ -49,14 +48,6 @@ def load_fixture() -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ running one execution
-
-
-def refusals(definition_text: str) -> list[str]:
-    """What ``faastlane compose``/``validate`` says against a definition (none: accepted)."""
-    definition, problems = load_definition(definition_text)
-    if not problems:
-        problems = validate(definition, functions=set()) or unsupported_features(definition)
-    return [str(p) for p in problems]
 
 
 def replay(execution: dict[str, Any], root: str) -> Any:

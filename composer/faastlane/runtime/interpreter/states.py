@@ -494,11 +494,17 @@ def _fail_path(expression: str, field: str, data: Any, flow: DataFlow) -> Any:
     """A Fail state's ErrorPath or CausePath; a path to nothing in AWS's words
     (LocalStack's test_invalid_jsonpath[INVALID_JSONPATH_IN_ERRORPATH], [..._CAUSEPATH])."""
     try:
-        return _dynamic(expression, data, flow)
+        value = _dynamic(expression, data, flow)
     except jsonpath.PathNotFound as exc:
         raise StatesError(RUNTIME, f"The JSONPath '{exc.path}' specified for the field "
                                    f"'{field}' could not be found in the input "
                                    f"'{compact_json(data)}'") from None
+    # "the reference path must select a field whose value is a string" (AWS's Fail
+    # state); worded as AWS words the same mistake in a Map's *Path fields.
+    if not isinstance(value, str):
+        raise StatesError(RUNTIME, f'The {field} field refers to value "{compact_json(value)}" '
+                                   f"which is not a valid string: {expression}")
+    return value
 
 
 def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
