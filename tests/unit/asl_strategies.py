@@ -49,9 +49,9 @@ def inputs(draw: st.DrawFn) -> Any:
     kind = draw(st.integers(0, 9))
     if kind == 0:
         return draw(JSON_VALUES)
-    if kind == 1:  # deep nesting
+    if kind == 1:  # deep nesting, sometimes past Python's default recursion limit
         value: Any = draw(SCALARS)
-        for _ in range(draw(st.integers(20, 300))):
+        for _ in range(draw(st.sampled_from([20, 100, 300, 1200]))):
             value = [value] if draw(st.booleans()) else {"a": value}
         return {"a": value, "items": [value]}
     data = {key: draw(JSON_VALUES) for key in KEYS if draw(st.booleans())}
@@ -236,7 +236,9 @@ def catchers(draw: st.DrawFn, targets: list[str], jsonata_mode: bool) -> list[di
             st.sampled_from(ERRORS[1:]), min_size=1, max_size=2, unique=True)),
             "Next": draw(st.sampled_from(targets))}
         if jsonata_mode:
-            _maybe(draw, catcher, "Output", jsonata_values())
+            _maybe(draw, catcher, "Output", st.one_of(jsonata_values(), st.sampled_from([
+                "{% $states.errorOutput %}", "{% $states.errorOutput.Cause %}",
+                '{% $merge([$states.input, {"e": $states.errorOutput}]) %}'])))
         else:
             _maybe(draw, catcher, "ResultPath", st.sampled_from(["$", "$.error", "$.a.b", None]))
         _maybe(draw, catcher, "Assign", assign(jsonata_mode))
@@ -329,6 +331,11 @@ def states(draw: st.DrawFn, kind: str, targets: list[str], jsonata_mode: bool, d
     if jsonata_mode:
         if kind not in ("Choice", "Fail") and draw(st.booleans()):
             state["Output"] = draw(jsonata_values())
+            if kind in ("Task", "Parallel", "Map") and draw(st.booleans()):
+                state["Output"] = draw(st.sampled_from([
+                    "{% $states.result %}", "{% $states.result.a %}",
+                    '{% {"in": $states.input, "out": $states.result} %}',
+                    "{% $count($states.result) %}"]))
         if kind in ("Task", "Parallel") and draw(st.booleans()):
             state["Arguments"] = draw(jsonata_objects())
     elif kind != "Fail":
@@ -342,6 +349,11 @@ def states(draw: st.DrawFn, kind: str, targets: list[str], jsonata_mode: bool, d
         state["Result"] = draw(JSON_VALUES)
     elif kind == "Task":
         state["Resource"] = draw(st.sampled_from(FUNCTIONS))
+        if draw(st.integers(0, 3)) == 0:
+            if jsonata_mode or draw(st.booleans()):
+                state["TimeoutSeconds"] = draw(st.integers(1, 99999999))
+            else:
+                state["TimeoutSecondsPath"] = draw(REFERENCE_PATHS)
     elif kind == "Wait":
         field = draw(st.sampled_from(["Seconds", "Timestamp"] if jsonata_mode else
                                      ["Seconds", "Timestamp", "SecondsPath", "TimestampPath"]))

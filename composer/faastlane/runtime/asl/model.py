@@ -244,7 +244,10 @@ def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
     ``language`` is the workflow's QueryLanguage, which a state may override."""
     kind = spec["Type"]
     common = _common(name, spec, language)
-    language = common["query_language"]
+    # A state's own QueryLanguage is its alone: its branches' and iterator's states
+    # default to the top level's ("If the state does not contain a QueryLanguage field,
+    # then it will use the query language specified in the top-level QueryLanguage").
+    workflow_language, language = language, common["query_language"]
     shared = _shared(spec, language)
     io: dict[str, Any] = {"input_path": _path(spec, "InputPath"),
                           "output_path": _path(spec, "OutputPath")}
@@ -278,7 +281,8 @@ def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
                     cause_path=spec.get("CausePath"))
     if kind == "Parallel":
         return Parallel(**common, **io,
-                        branches=tuple(machine_from_asl(b, language) for b in spec["Branches"]),
+                        branches=tuple(machine_from_asl(b, workflow_language)
+                                       for b in spec["Branches"]),
                         **_payload(spec, "Parameters", "parameters"),
                         **_payload(spec, "Arguments", "arguments"),
                         **_payload(spec, "ResultSelector", "result_selector"),
@@ -287,7 +291,7 @@ def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
     if kind == "Map":
         processor = spec["ItemProcessor"] if "ItemProcessor" in spec else spec["Iterator"]
         selector_key = "ItemSelector" if "ItemSelector" in spec else "Parameters"
-        return Map(**common, **io, iterator=machine_from_asl(processor, language),
+        return Map(**common, **io, iterator=machine_from_asl(processor, workflow_language),
                    items_path=spec.get("ItemsPath", "$"), **_payload(spec, "Items", "items"),
                    **_payload(spec, selector_key, "item_selector"),
                    max_concurrency=spec.get("MaxConcurrency", 0),
