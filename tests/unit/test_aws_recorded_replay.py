@@ -6,8 +6,8 @@ CLI prints. Each must reproduce AWS's answer exactly -- the output, or the error
 cause in AWS's words -- except the few listed in ``KNOWN_DIFFERENCES``, each with why.
 
 A newly failing execution fails the test by name, and so does a known difference that
-starts to pass, so the list stays true. The figures by query language are printed
-(``pytest -s``, or in the report's captured output).
+starts to pass, so the list stays true. The figures by query language are printed in
+the test run's output.
 """
 
 from __future__ import annotations
@@ -150,7 +150,8 @@ def test_validate_accepts_every_definition_aws_accepted(recorded: dict[str, Any]
     assert not refused, "\n".join(f"{name}: {problems}" for name, problems in refused.items())
 
 
-def test_every_recorded_execution_reproduces(recorded: dict[str, Any]) -> None:
+def test_every_recorded_execution_reproduces(recorded: dict[str, Any],
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     executions = recorded["executions"]
     tally: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     failing: dict[str, str] = {}
@@ -163,11 +164,11 @@ def test_every_recorded_execution_reproduces(recorded: dict[str, Any]) -> None:
                 tally[key][1] += 1
             if why is not None:
                 failing[execution["name"]] = why
-    print(f"\nAWS-recorded executions (LocalStack {recorded['localstack_commit'][:12]}) "
-          "reproduced exactly:")
-    for key in ("JSONPath", "JSONata", "mixed", "all"):
-        if key in tally:
-            print(f"  {key:9s} {tally[key][0]:4d}/{tally[key][1]}")
+    with capsys.disabled():  # the figures belong in every run's output, not only on failure
+        print(f"\nAWS-recorded executions (LocalStack {recorded['localstack_commit'][:12]}) "
+              "reproduced exactly: " + ", ".join(
+                  f"{key} {tally[key][0]}/{tally[key][1]}"
+                  for key in ("JSONPath", "JSONata", "mixed", "all") if key in tally))
     known = {name: why for name, why in failing.items()
              if any(name.startswith(prefix) for prefix in KNOWN_DIFFERENCES)}
     new = {name: why for name, why in failing.items() if name not in known}
