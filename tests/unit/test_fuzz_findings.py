@@ -65,3 +65,14 @@ def test_states_nested_in_a_jsonata_state_use_the_top_level_language(kind: str) 
     definition = {"StartAt": "S", "States": {"S": state}}
     assert refusals(json.dumps(definition)) == []
     assert run(definition, {"items": [{"x": 1}, {"x": 2}]}) == expected
+
+
+def test_a_task_timeout_path_to_nothing_is_a_runtime_error() -> None:
+    # A TimeoutSecondsPath that selects nothing escaped as a Python PathNotFound.
+    definition = {"StartAt": "T", "States": {"T": {
+        "Type": "Task", "Resource": "echo", "TimeoutSecondsPath": "$.a", "End": True}}}
+    with pytest.raises(StatesError) as caught:
+        run(definition, None)
+    assert caught.value.error == RUNTIME
+    assert caught.value.cause.endswith(
+        "The TimeoutSecondsPath parameter does not reference an input value: $.a")

@@ -312,7 +312,11 @@ def _lambda_invoke_response(payload: Any, request_id: str) -> dict[str, Any]:
 def _task_timeout(state: Task, effective_input: Any, flow: DataFlow) -> float | None:
     if state.timeout_seconds_path is None:
         return flow.number(state.timeout_seconds, "TimeoutSeconds", minimum=1)
-    value = flow.read(effective_input, state.timeout_seconds_path)
+    try:
+        value = flow.read(effective_input, state.timeout_seconds_path)
+    except jsonpath.PathNotFound:  # worded as AWS words it for a Wait's SecondsPath
+        raise StatesError(RUNTIME, "The TimeoutSecondsPath parameter does not reference an "
+                                   f"input value: {state.timeout_seconds_path}") from None
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise StatesError(RUNTIME, f"TimeoutSecondsPath '{state.timeout_seconds_path}' "
                                    f"must point to a positive integer, got {value!r}")
