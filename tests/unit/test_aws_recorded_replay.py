@@ -157,8 +157,12 @@ def test_every_recorded_execution_reproduces(recorded: dict[str, Any],
     failing: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="aws-recorded-") as root:
         for execution in executions:
-            status, got = replay(execution, root)
-            why = judge(execution["expected"], status, got)
+            try:
+                status, got = replay(execution, root)
+            except Exception as exc:  # noqa: BLE001 - named with the execution, below
+                why: str | None = f"the replay raised {exc!r}"
+            else:
+                why = judge(execution["expected"], status, got)
             for key in (execution["query_language"], "all"):
                 tally[key][0] += why is None
                 tally[key][1] += 1
