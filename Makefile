@@ -14,7 +14,7 @@ FAST_VENV := .venv-fast
 FAST_TIERS := (unit or integration) and not (mpk or slow)
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast install runtime test-env clean
+.PHONY: demo test test-fast install runtime runtime-lambda test-env clean
 demo: $(VENV)/.installed
 	$(VENV)/bin/faastlane run examples/finra --input-file examples/finra/input.json
 
@@ -29,6 +29,11 @@ $(VENV)/.installed: setup.py
 runtime:
 	$(MAKE) -C cpython-mpk
 
+# The runtime again, built in an old-glibc Debian root for Lambda's custom runtime
+# (cpython-mpk/build-lambda; cached like the other: minutes cold, a second warm).
+runtime-lambda:
+	$(MAKE) -C cpython-mpk lambda
+
 # The test environment runs on the cpython-mpk interpreter: the runtime is an ordinary
 # python3.13 that runs this whole suite (and the MPK tests need it).
 test-env: runtime
@@ -39,7 +44,7 @@ test-env: runtime
 	  && $(TEST_VENV)/bin/pip install -q --upgrade pip \
 	  && $(TEST_VENV)/bin/pip install -q -e '.[test]' -e ./bench && touch $(TEST_VENV)/.installed; fi
 
-test: test-env
+test: test-env runtime-lambda
 	$(TEST_VENV)/bin/python -m pytest $(PYTEST_ARGS) tests
 
 # The quick subset on the system python3 (3.11+), in its own venv: never the runtime build.

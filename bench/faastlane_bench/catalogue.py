@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faastlane.compose.action import prepare
+from faastlane.app_source import load
 
 REPOSITORY = Path(__file__).resolve().parents[2]  # bench/faastlane_bench/catalogue.py
 EXAMPLES = REPOSITORY / "examples"
@@ -142,7 +142,7 @@ def systems_for(workload: Workload, with_baselines: bool = True,
     marks no function puts every one in its own warm sandbox then).
     """
     systems = [SystemSpec(FAASTLANE_NS, "faastlane", {"isolation": "none"})]
-    isolation = prepare(workload.app).options.isolation
+    isolation = load(workload.app, {}).options.isolation
     if isolation != "none":
         systems.append(SystemSpec(f"Faastlane ({isolation})", "faastlane", {}))
     if isolation != "process":

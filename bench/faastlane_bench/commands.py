@@ -9,20 +9,34 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from faastlane.cli_options import add_input, read_input
 from faastlane.errors import FaastlaneError
 
-from .catalogue import REPOSITORY
+from . import own_app
+from .catalogue import EXAMPLES, REPOSITORY
 
 DEFAULT_RESULTS = REPOSITORY / "bench" / "results"
 
 
+def _add_app(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("app", metavar="APP", nargs="?",
+                        help=f"your app folder: {what} (without APP: the examples)")
+    add_input(parser)
+    parser.add_argument("--json", action="store_true",
+                        help="print the results document as JSON instead of tables")
+
+
 def register(commands: Any) -> None:
     bench = commands.add_parser(
-        "bench", help="benchmark the examples on Faastlane and on baselines",
-        description="Run every example (and FINRA with 50-200 rules, and a hand-off "
-                    "microbenchmark) on Faastlane's variants, an OpenWhisk-style baseline "
-                    "and a Step Functions-style baseline on this machine, interleaved; "
-                    "write results.json, results.md, cost.md and PNG plots.")
+        "bench", help="benchmark your app (or the examples) on Faastlane and on baselines",
+        description="With APP: run your workflow with your input on Faastlane (no "
+                    "isolation, process isolation, MPK where available) and on an "
+                    "OpenWhisk-style and a Step Functions-style baseline on this machine, "
+                    "interleaved, and print a summary with ratios and the dollar cost "
+                    "(-o DIR also writes results.json). Without APP: every example (and "
+                    "FINRA with 50-200 rules, and a hand-off microbenchmark), writing "
+                    "results.json, results.md, cost.md and PNG plots (needs a checkout).")
+    _add_app(bench, "measure this workflow with --input/--input-file")
     bench.add_argument("--quick", action="store_true",
                        help="a smoke run (about a minute): few rounds, no plots needed")
     bench.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
@@ -30,7 +44,8 @@ def register(commands: Any) -> None:
                             "with --quick a temporary folder)")
     bench.add_argument("--only", nargs="*", metavar="WORKLOAD",
                        help="only workloads whose names start with these (e.g. finra chain)")
-    bench.add_argument("--rounds", type=int, help="latency rounds per app (default 100)")
+    bench.add_argument("--rounds", type=int, help="latency rounds per app (default 100; "
+                       f"with APP {own_app.DEFAULT_ROUNDS})")
     bench.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     bench.add_argument("--from-results", type=Path, metavar="FILE",
                        help="run nothing: redo the tables, cost and plots of a results.json")
@@ -47,14 +62,18 @@ def register(commands: Any) -> None:
         description="Price each benchmarked workflow with AWS's published prices "
                     "(bench/faastlane_bench/prices.json): on Step Functions (Standard and "
                     "Express) with one Lambda per function, and as one Faastlane Lambda, "
-                    "using the durations measured by `faastlane bench`.")
+                    "using the durations measured by `faastlane bench` (--results), or, "
+                    "with APP, measured now on your workflow and input.")
+    _add_app(cost, "measure it now (as `faastlane bench APP`), then price it")
+    cost.add_argument("--rounds", type=int,
+                      help="with APP: latency rounds per system "
+                           f"(default {own_app.DEFAULT_ROUNDS})")
     cost.add_argument("--results", type=Path, default=DEFAULT_RESULTS / "results.json",
                       metavar="FILE", help="a results.json written by faastlane bench")
     cost.add_argument("--memory-mb", type=int, default=1024,
                       help="memory of each function's Lambda (default 1024)")
     cost.add_argument("--faastlane-memory-mb", type=int,
                       help="memory of the Faastlane Lambda (default: --memory-mb)")
-    cost.add_argument("--json", action="store_true", help="print the rows as JSON")
 
 
 def _load_results(path: Path, key: str = "workloads") -> Any:
@@ -123,8 +142,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from . import cost, harness, plots, report
 
+    if args.app is not None:
+        return cmd_bench_app(args)
+    if args.input is not None or args.input_file is not None:
+        raise FaastlaneError("--input and --input-file go with APP: faastlane bench APP "
+                             "--input-file FILE")
     if args.placement:
         return cmd_placement(args)
+    if not args.from_results and not EXAMPLES.is_dir():
+        raise FaastlaneError(f"the examples' benchmark needs a source checkout ({EXAMPLES} "
+                             "does not exist): name your app, faastlane bench APP")
 
     config = harness.Config.quick_run() if args.quick else harness.Config()
     if args.rounds:
@@ -159,9 +186,45 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _measure_app(args: argparse.Namespace) -> dict[str, Any]:
+    config = own_app.app_config(args.rounds, getattr(args, "quick", False))
+    return own_app.measure(args.app, read_input(args), config)
+
+
+def cmd_bench_app(args: argparse.Namespace) -> int:
+    """``faastlane bench APP``: the user's workflow, its summary and its price."""
+    for option in ("only", "from_results", "placement", "docker_image"):
+        if getattr(args, option):
+            raise FaastlaneError(f"--{option.replace('_', '-')} is for the examples' "
+                                 "benchmark, not with APP")
+    document = _measure_app(args)
+    if args.output:
+        sys.stderr.write(f"faastlane: wrote {own_app.write_results(document, args.output)}\n")
+    if args.json:
+        print(json.dumps(document, indent=2, default=str))
+    else:
+        sys.stdout.write(own_app.summary_table(document) + "\n"
+                         + own_app.cost_table(document, 1024, 1024))
+    return 0 if document["workloads"][0]["outputs_agree"] else 1
+
+
 def cmd_cost(args: argparse.Namespace) -> int:
     from . import cost
 
+    if args.app is not None:
+        document = _measure_app(args)
+        memory = args.memory_mb
+        # What was measured, then the price (on stderr beside --json's document).
+        (sys.stderr if args.json else sys.stdout).write(own_app.summary_table(document) + "\n")
+        rows = cost.estimate_all(document, cost.load_prices(), memory,
+                                 args.faastlane_memory_mb or memory)
+        if args.json:
+            print(json.dumps({"prices": cost.load_prices(), "rows": cost.rows_json(rows)},
+                             indent=2))
+        else:
+            sys.stdout.write(own_app.cost_table(document, memory,
+                                                args.faastlane_memory_mb or memory))
+        return 0
     document = _load_results(args.results)
     prices = cost.load_prices()
     memory = args.memory_mb

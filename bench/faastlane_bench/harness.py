@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -205,9 +206,10 @@ def _summarise(run: SystemRun) -> dict[str, Any]:
 
 def run_workload(workload: Workload, systems: list[SystemSpec], config: Config,
                  rounds: int, progress: Progress, log: TextIO,
-                 throughput: bool, started: list[SystemRun] | None = None
-                 ) -> dict[str, Any]:
-    """One workload on ``systems`` (``started``: their workers, if already running)."""
+                 throughput: bool, started: list[SystemRun] | None = None,
+                 on_round: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """One workload on ``systems`` (``started``: their workers, if already running;
+    ``on_round(index, rounds)``: called after each round, for a progress bar)."""
     progress.say(f"{workload.name}: starting {len(systems)} systems")
     runs: list[SystemRun] = list(started or [])
     try:
@@ -233,7 +235,9 @@ def run_workload(workload: Workload, systems: list[SystemSpec], config: Config,
             else:
                 for run in turn:
                     run.sample(index)
-            if (index + 1) % max(1, rounds // 5) == 0 or index + 1 == rounds:
+            if on_round is not None:
+                on_round(index, rounds)
+            elif (index + 1) % max(1, rounds // 5) == 0 or index + 1 == rounds:
                 progress.say(f"{workload.name}: round {index + 1}/{rounds}")
         for run in runs:
             after = procstats.tree_stats(run.worker.pid)

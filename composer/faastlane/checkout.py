@@ -38,15 +38,16 @@ def checkout_file(*parts: str) -> str | None:
     return os.path.join(root, *parts) if root else None
 
 
-def runtime_prefix(given: str | None = None) -> tuple[str | None, str]:
+def runtime_prefix(given: str | None = None, build: str = "build") -> tuple[str | None, str]:
     """The cpython-mpk prefix to use (None when there is none to look at) and where it
     came from, for messages: ``--python-prefix``, ``$FAASTLANE_PYTHON_PREFIX`` or
-    ``the checkout``."""
+    ``the checkout`` (its ``cpython-mpk/<build>``: ``build-lambda`` is the build for
+    Lambda's custom runtime, made in an old-glibc root by ``make -C cpython-mpk lambda``)."""
     if given:
         return os.path.realpath(given), "--python-prefix"
     if os.environ.get(PREFIX_VARIABLE):
         return os.path.realpath(os.environ[PREFIX_VARIABLE]), f"${PREFIX_VARIABLE}"
-    built = checkout_file("cpython-mpk", "build")
+    built = checkout_file("cpython-mpk", build)
     return (built, FROM_CHECKOUT) if built else (None, "")
 
 

@@ -50,7 +50,10 @@ PLUGIN_GROUP = "faastlane.commands"
 
 
 def _plugins() -> list:
-    return [entry.load() for entry in entry_points(group=PLUGIN_GROUP)]
+    # Once per module: an environment can hold two distributions naming the same one
+    # (faastlane_bench moved from faastlane-bench into faastlane).
+    modules = {entry.value: entry for entry in entry_points(group=PLUGIN_GROUP)}
+    return [entry.load() for entry in modules.values()]
 
 
 def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
@@ -93,6 +96,9 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
     run.add_argument("--trace", nargs="?", const="-", metavar="FILE",
                      help="write a per-state timeline (JSON lines) to FILE, apart from the "
                           "functions' output (without FILE: to stderr)")
+    run.add_argument("--history", metavar="FILE",
+                     help="write the execution history to FILE: the events Step Functions "
+                          "records, in GetExecutionHistory's JSON shape")
     run.add_argument("--keep", metavar="DIR",
                      help="compose into DIR and keep it (default: a temporary folder)")
     add_planning(run)
@@ -137,6 +143,8 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     text = read_input(args)
+    if args.history and not os.path.isdir(os.path.dirname(os.path.abspath(args.history))):
+        raise FaastlaneError(f"--history {args.history}: its folder does not exist")
     with tempfile.TemporaryDirectory(prefix="faastlane-run-", dir=_scratch_parent()) as scratch:
         out = args.keep or os.path.join(scratch, "action")
         compose(args.app, out, **planning(args))
@@ -148,6 +156,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.trace:
             command += ["--trace", args.trace if args.trace == "-"
                         else os.path.abspath(args.trace)]
+        if args.history:
+            command += ["--history", os.path.abspath(args.history)]
         # The composed action is its own program: the same one OpenWhisk or Lambda loads.
         code = _run_action(command)
     if code in (0, 1, 2):

@@ -156,8 +156,9 @@ def test_a_changed_layer_is_published_and_only_our_superseded_versions_deleted(
 
 @pytest.mark.mpk  # packages the built cpython-mpk runtime
 def test_finra_deploys_with_a_custom_runtime(moto: str, role: str, tmp_path: Path):
-    if not (ROOT / "cpython-mpk" / "build" / "bin" / "python3").exists():
-        pytest.fail("cpython-mpk is not built: run `make -C cpython-mpk`", pytrace=False)
+    if not (ROOT / "cpython-mpk" / "build-lambda" / "bin" / "python3").exists():
+        pytest.fail("cpython-mpk for Lambda is not built: run `make -C cpython-mpk lambda`",
+                    pytrace=False)
     done = faastlane("deploy", str(FINRA), "--target", "lambda", "--custom-runtime",
                      "--role", role, env=aws_env(tmp_path, moto))
     assert done.code == 0, done.stderr

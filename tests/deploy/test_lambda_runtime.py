@@ -18,7 +18,7 @@ from integration.apps import ROOT
 from .deploy_apps import FINRA, expected_small_output
 from .runtime_api import RuntimeApi
 
-PYTHON_PREFIX = ROOT / "cpython-mpk" / "build"
+PYTHON_PREFIX = ROOT / "cpython-mpk" / "build-lambda"  # the custom runtime's (old glibc)
 
 
 def unpack(package: LambdaPackage, root: Path) -> tuple[Path, Path]:
@@ -99,8 +99,8 @@ def test_finra_runs_through_the_runtime_api(runtime_api: RuntimeApi, tmp_path: P
 def test_the_custom_runtime_bootstrap_runs_cpython_mpk(runtime_api: RuntimeApi,
                                                        small_app: Path, tmp_path: Path):
     if not (PYTHON_PREFIX / "bin" / "python3").exists():
-        pytest.fail("cpython-mpk is not built: run `make -C cpython-mpk` (make test does)",
-                    pytrace=False)
+        pytest.fail("cpython-mpk for Lambda is not built: run `make -C cpython-mpk lambda` "
+                    "(make test does)", pytrace=False)
     package = package_lambda(str(small_app), str(tmp_path / "zips"), custom_runtime=True)
     assert package.runtime == "provided.al2023"
     task, opt = unpack(package, tmp_path)

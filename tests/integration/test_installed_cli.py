@@ -36,9 +36,9 @@ MODULES = REPO / "cpython-mpk" / "Modules"
 SHIPPED = REPO / "composer" / "faastlane" / "inspect" / "gate_source"
 # What a wheel is built from (setup.py's package_dir): nothing else of the checkout.
 SOURCE_TREE = ("setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in", "README.md",
-               "composer", "profiler")
+               "composer", "profiler", "bench")
 COMMANDS = {"validate", "compose", "run", "package", "deploy", "invoke", "inspect", "profile",
-            "graph", "serve", "init"}
+            "graph", "serve", "init", "bench", "cost"}
 REASON = "test codec; reviewed: its WRPKRU is in a routine never called"
 
 
@@ -109,14 +109,18 @@ def _requirement_closure(site: Path) -> tuple[list[metadata.Distribution], list[
     that satisfy them, and the specs it cannot satisfy (for pip)."""
     (installed,) = [d for d in metadata.distributions(path=[str(site)])
                     if d.metadata["Name"] == "faastlane"]
-    pending = [Requirement(r) for r in installed.requires or []]
+    # Each with the extras its dependant asked for (moto[server] brings flask).
+    pending = [(Requirement(r), frozenset()) for r in installed.requires or []]
     found: dict[str, metadata.Distribution] = {}
     missing: list[str] = []
     while pending:
-        requirement = pending.pop()
-        if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
+        requirement, wanted = pending.pop()
+        if requirement.marker and not any(requirement.marker.evaluate({"extra": extra})
+                                          for extra in {"", *wanted}):
             continue
         key = requirement.name.lower().replace("_", "-")
+        if requirement.extras:
+            key += "[" + ",".join(sorted(requirement.extras)) + "]"
         if key in found:
             continue
         try:
@@ -127,8 +131,9 @@ def _requirement_closure(site: Path) -> tuple[list[metadata.Distribution], list[
             missing.append(str(requirement))
             continue
         found[key] = dist
-        pending.extend(Requirement(r) for r in dist.requires or [])
-    return list(found.values()), missing
+        pending.extend((Requirement(r), frozenset(requirement.extras))
+                       for r in dist.requires or [])
+    return list({d.metadata["Name"]: d for d in found.values()}.values()), missing
 
 
 def _copy_distribution(dist: metadata.Distribution, site: Path) -> None:
@@ -421,3 +426,22 @@ def test_what_only_a_checkout_has_is_one_line(installed: Installed, app: Path) -
     if not runtime:
         line = _one_error_line(installed.faastlane("inspect"))
         assert "--python EXE" in line and "FAASTLANE_PYTHON_PREFIX" in line
+
+
+def test_bench_and_cost_of_an_app_of_ones_own(installed: Installed) -> None:
+    """`faastlane bench APP` needs nothing of the checkout: a smoke run on the user's
+    app and input prints the summary against both baselines and the price."""
+    root = installed.work / "benchapp"
+    (root / "functions").mkdir(parents=True)
+    (root / "workflow.json").write_text(json.dumps({"StartAt": "Double", "States": {
+        "Double": {"Type": "Task", "Resource": "double", "End": True}}}))
+    (root / "functions" / "double.py").write_text(FUNCTIONS["double"])
+    done = installed.faastlane("bench", "benchapp", "--input", '{"n": 4}', "--quick")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("benchapp: 2 rounds per system")
+    for system in ("Faastlane-NS", "OpenWhisk-style", "StepFunctions-style"):
+        assert f"\n{system} " in done.stdout
+    assert "| benchapp |" in done.stdout  # priced
+    examples = installed.faastlane("bench", "--quick")  # the examples are the checkout's
+    line = _one_error_line(examples)
+    assert "needs a source checkout" in line and "faastlane bench APP" in line

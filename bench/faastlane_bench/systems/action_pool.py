@@ -28,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
-from faastlane.compose.app import FUNCTIONS_DIR, load_app
+from faastlane.app_source import load
+from faastlane.compose.app import FUNCTIONS_DIR
 from faastlane.runtime.engine.functions import FunctionSpec
 
 from .function_action import SPEC_FILE
@@ -160,7 +161,7 @@ class ActionPool:
     def __init__(self, app_path: str, size: int,
                  cpu_sets: list[set[int]] | None = None) -> None:
         """``cpu_sets``: the i-th container of each function gets the i-th set (cycling)."""
-        app = load_app(app_path)
+        app = load(app_path, {}).app
         self.cpu_sets = cpu_sets
         self.root = tempfile.mkdtemp(prefix="faastlane-bench-actions-")
         self.free: dict[str, queue.Queue[ActionProcess]] = {}

@@ -17,7 +17,8 @@ import tempfile
 import time
 from typing import Any
 
-from faastlane.compose.action import prepare, write_action
+from faastlane.app_source import load
+from faastlane.compose.action import write_action
 
 from .. import external_calls
 from ..timeline import spans_from_records
@@ -28,7 +29,7 @@ class FaastlaneSystem:
     def __init__(self, spec: dict[str, Any]) -> None:
         self.folder = tempfile.mkdtemp(prefix="faastlane-bench-action-")
         action = os.path.join(self.folder, "action")
-        write_action(prepare(spec["app"], **spec.get("planning", {})), action)
+        write_action(load(spec["app"], spec.get("planning", {})), action)
         sys.path.insert(0, action)
         self.trace = importlib.import_module("faastlane_runtime.engine.trace")
         # Only the functions use botocore in this process: every call is external. Spans

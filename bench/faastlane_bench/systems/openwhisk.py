@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from faastlane.compose.action import prepare
+from faastlane.app_source import load
 from faastlane.runtime.asl.errors import StatesError
 from faastlane.runtime.engine.execution import Execution
 from faastlane.runtime.engine.functions import FunctionRegistry
@@ -79,7 +79,7 @@ class ControllerExecution(Execution):
 
 class OpenWhiskSystem:
     def __init__(self, spec: dict[str, Any]) -> None:
-        composition = prepare(spec["app"], isolation=NONE)
+        composition = load(spec["app"], {"isolation": NONE})
         self.name = composition.app.name
         self.workflow = composition.workflow
         self.no_functions = FunctionRegistry(composition.app.root, {})

@@ -24,7 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from faastlane.compose.action import prepare, write_action
+from faastlane.app_source import load
+from faastlane.compose.action import write_action
 from faastlane.deploy.archive import write_zip
 
 from .action_pool import ActionProcess
@@ -36,7 +37,7 @@ ACTION = "faastlane-app"
 
 def action_zip(app: str, planning: dict[str, Any], scratch: str) -> bytes:
     """The composed action as OpenWhisk's zip (``__main__.py`` at the top)."""
-    folder = write_action(prepare(app, **planning), os.path.join(scratch, "action"))
+    folder = write_action(load(app, planning), os.path.join(scratch, "action"))
     return Path(write_zip(os.path.join(scratch, "action.zip"), [(folder, "")]).path).read_bytes()
 
 

@@ -19,7 +19,7 @@ import uuid
 from typing import Any
 from unittest import mock
 
-from faastlane.compose.app import load_app
+from faastlane.app_source import load
 from faastlane.runtime.asl.resources import LAMBDA_INVOKE, function_name_of
 from faastlane.runtime.orchestrator import FAILED, SUCCEEDED, Result
 
@@ -62,7 +62,7 @@ class StepFunctionsSystem:
         from moto import mock_aws
         from moto.awslambda_simple.models import LambdaSimpleBackend
 
-        app = load_app(spec["app"])
+        app = load(spec["app"], {}).app
         # The functions' processes and the claim-check store use the local endpoints...
         self.pool = ActionPool(spec["app"], spec["pool_size"])
         self.store = claimcheck.S3Store()

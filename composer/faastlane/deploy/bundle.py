@@ -13,7 +13,10 @@ AWS Lambda
     runtime library (``faastlane_runtime``) and the third-party packages, which Lambda
     mounts under ``/opt/python`` on ``sys.path``. With a custom runtime also
     ``runtime-layer.zip``: ``bootstrap``, the cpython-mpk interpreter and ``awslambdaric``
-    (the Runtime API client) -- for the ``provided.al2023`` runtime.
+    (the Runtime API client) -- for the ``provided.al2023`` runtime, whose glibc (2.34) is
+    older than this machine's: the interpreter comes from ``make -C cpython-mpk lambda``
+    (built in a Debian bullseye root, glibc 2.31), and every ELF file of the layer is
+    checked to need no newer glibc than the target's.
 """
 
 from __future__ import annotations
@@ -29,11 +32,12 @@ from faastlane.checkout import FROM_CHECKOUT, how_to_get_the_runtime, runtime_pr
 from faastlane.compose.action import RUNTIME_PACKAGE, prepare, write_action
 from faastlane.inspect.shipment import app_waivers, check_trees, inspect_shipment
 from faastlane.inspect.waivers import Waiver
+from faastlane.runtime.services import uses_service_integrations
 
-from . import limits
+from . import glibc, limits
 from .archive import Archive, write_zip
 from .errors import RuntimeNotBuilt
-from .vendoring import requirement_files, vendor
+from .vendoring import vendor, vendor_app
 
 OPENWHISK_KIND = "python:3.11"
 RUNTIME_IMAGE_KIND = "python:3.13"  # the Faastlane runtime image's cpython-mpk
@@ -49,6 +53,9 @@ BOOTSTRAP = """#!/bin/sh
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH="$here/python${PYTHONPATH:+:$PYTHONPATH}"
+# The libraries the interpreter was built against besides glibc (libssl, libffi, ...),
+# bundled by cpython-mpk/oldroot.sh: the base image may lack them or have other versions.
+export LD_LIBRARY_PATH="$here/cpython-mpk/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cd "${LAMBDA_TASK_ROOT:-/var/task}"
 exec "$here/cpython-mpk/bin/python3" -m awslambdaric "${_HANDLER:-lambda_function.handler}"
 """
@@ -92,7 +99,8 @@ def package_openwhisk(app_path: str, out_zip: str, kind: str = OPENWHISK_KIND,
     with tempfile.TemporaryDirectory(prefix="faastlane-package-") as scratch:
         action = write_action(composition, os.path.join(scratch, "action"))
         trees = [(action, "")]
-        vendored = vendor(requirement_files(composition.app.root), _kind_version(kind))
+        vendored = vendor_app(composition.app.root, _kind_version(kind), runtime_has_sdk=False,
+                              uses_aws_services=calls_aws_services(composition))
         if vendored:
             trees.append((vendored, ""))
         inspect_shipment(action, _waivers(composition), trees[1:])  # before zipping
@@ -108,6 +116,7 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
     prefix = None
     if custom_runtime:
         prefix = _python_prefix(python_prefix)
+        _check_glibc(prefix, prefix)  # before anything is vendored or written
     composition = prepare(app_path, **planning)
     version = _prefix_version(prefix) if prefix else LAMBDA_RUNTIME.removeprefix("python")
     os.makedirs(out_dir, exist_ok=True)
@@ -119,7 +128,10 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
         # Checked before compressing anything: zipping 250 MB only to refuse it is slow.
         limits.LAMBDA_UNZIPPED.check(_tree_size(action), f"{composition.app.name}'s function")
         trees = [(library, "python/")]
-        vendored = vendor(requirement_files(composition.app.root), version)
+        # The managed python3.x runtime has boto3; the custom runtime has only our layer.
+        vendored = vendor_app(composition.app.root, version,
+                              runtime_has_sdk=not custom_runtime,
+                              uses_aws_services=calls_aws_services(composition))
         if vendored:
             trees.append((vendored, "python/"))
             # No upload route lifts this limit; say so before scanning and zipping it all.
@@ -143,6 +155,14 @@ def check_lambda_limits(package: LambdaPackage) -> None:
     limits.LAMBDA_UNZIPPED.check(unzipped, f"{package.name} with its layers")
 
 
+def calls_aws_services(composition: Any) -> bool:
+    """Whether the workflow, or a state machine it starts, calls AWS services: the
+    runtime makes those calls with boto3, which the action then needs."""
+    machines = getattr(composition.app, "state_machines", None) or {}
+    return any(uses_service_integrations(definition)
+               for definition in (composition.definition, *machines.values()))
+
+
 def _tree_size(folder: str) -> int:
     return sum(os.path.getsize(os.path.join(directory, name))
                for directory, _, names in os.walk(folder) for name in names)
@@ -151,15 +171,16 @@ def _tree_size(folder: str) -> int:
 def _python_prefix(given: str | None) -> str:
     """--python-prefix, else $FAASTLANE_PYTHON_PREFIX, else a checkout's cpython-mpk/build;
     an installed faastlane has no runtime of its own to put in the layer."""
-    prefix, source = runtime_prefix(given)
+    prefix, source = runtime_prefix(given, build="build-lambda")
     if prefix is None:
         raise RuntimeNotBuilt("--custom-runtime needs the cpython-mpk runtime, which an "
                               "installed faastlane does not include: "
                               + how_to_get_the_runtime("--python-prefix DIR"))
     if not os.access(os.path.join(prefix, "bin", "python3"), os.X_OK):
-        fix = "run `make -C cpython-mpk`, or pass --python-prefix" if source == FROM_CHECKOUT \
-            else "build one with `make -C cpython-mpk` in a source checkout of faastlane " \
-                 "(its prefix is cpython-mpk/build)"
+        fix = "run `make -C cpython-mpk lambda`, or pass --python-prefix" \
+            if source == FROM_CHECKOUT \
+            else "build one with `make -C cpython-mpk lambda` in a source checkout of " \
+                 "faastlane (its prefix is cpython-mpk/build-lambda)"
         raise RuntimeNotBuilt(f"the cpython-mpk runtime is not built ({prefix}/bin/python3 "
                               f"is missing, from {source}): {fix}")
     return prefix
@@ -191,8 +212,23 @@ def _runtime_layer(prefix: str, version: str, out_dir: str, scratch: str,
     assert client is not None
     # The interpreter (its gate included), lib-dynload and awslambdaric's extension.
     check_trees([(stage, ""), (client, "python/")], waivers, "runtime-layer.zip")
+    _check_glibc(client, prefix)
     return write_zip(os.path.join(out_dir, "runtime-layer.zip"),
                      [(stage, ""), (client, "python/")])
+
+
+def _check_glibc(tree: str, prefix: str) -> None:
+    """Refuse a layer with an ELF file the target's loader would reject."""
+    target = glibc.LAMBDA_CUSTOM_RUNTIME_GLIBC
+    newest = glibc.newest_needed(tree)
+    if newest is not None and newest[0] > target:
+        version, path = newest
+        raise RuntimeNotBuilt(
+            f"{os.path.relpath(path, tree)} in the runtime layer needs glibc "
+            f"{glibc.dotted(version)}, but {CUSTOM_RUNTIME} has {glibc.dotted(target)}: "
+            f"{prefix} was built on a newer system; build the runtime for Lambda with "
+            "`make -C cpython-mpk lambda` (in an old-glibc root) and use its "
+            "cpython-mpk/build-lambda")
 
 
 def _ignore_unused(directory: str, names: list[str]) -> set[str]:

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from faastlane import progress
 from faastlane.cli_options import planning, read_input
 from faastlane.compose.app import load_app
 
@@ -205,6 +206,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     if environment:
         for line in shadowed(environment, load_app(args.app).functions):
             _say(line)
+    # Progress covers the talking to the platform, once its configuration was checked.
+    deploying = lambda name: progress.step(f"deploying {name} to {args.target}")  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="faastlane-deploy-") as scratch:
         if args.target == "openwhisk":
             client = OpenWhiskClient(resolve(args.apihost, args.auth, args.namespace),
@@ -215,28 +218,32 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                     args.app, zip_path, args.docker or None, **planning(args))
                 if docker.built:
                     _say(_describe_image(docker.built))
-                done = deploy_openwhisk_image(docker, client, args.name or docker.name,
-                                              args.registry, args.memory, args.timeout, _say,
-                                              environment)
+                with deploying(args.name or docker.name):
+                    done = deploy_openwhisk_image(docker, client, args.name or docker.name,
+                                                  args.registry, args.memory, args.timeout,
+                                                  _say, environment)
             else:
                 package = bundle.package_openwhisk(args.app, zip_path, args.kind,
                                                    **planning(args))
-                done = deploy_openwhisk(package, client, args.name or package.name, None,
-                                        args.memory, args.timeout, _say, environment)
+                with deploying(args.name or package.name):
+                    done = deploy_openwhisk(package, client, args.name or package.name, None,
+                                            args.memory, args.timeout, _say, environment)
         elif args.image is not None:
             lam_client = _checked_lambda(args)
             image = image_bundle.package_lambda_image(args.app, args.image or None,
                                                       **planning(args))
             _say(_describe_image(image.image))
-            done = deploy_lambda_image(image, lam_client, args.name or image.name, args.role,
-                                       args.registry, args.memory, args.timeout, _say,
-                                       environment)
+            with deploying(args.name or image.name):
+                done = deploy_lambda_image(image, lam_client, args.name or image.name,
+                                           args.role, args.registry, args.memory,
+                                           args.timeout, _say, environment)
         else:
             lam_client = _checked_lambda(args)
             lam = bundle.package_lambda(args.app, scratch, args.custom_runtime,
                                         args.python_prefix, **planning(args))
-            done = deploy_lambda(lam, lam_client, args.name or lam.name, args.role,
-                                 args.memory, args.timeout, _say, environment)
+            with deploying(args.name or lam.name):
+                done = deploy_lambda(lam, lam_client, args.name or lam.name, args.role,
+                                     args.memory, args.timeout, _say, environment)
     print(f"deployed {done.name} to {done.platform}: faastlane invoke {done.name} "
           f"--target {done.platform} --input '{{...}}'")
     return 0

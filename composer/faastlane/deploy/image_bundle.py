@@ -30,7 +30,7 @@ from faastlane.inspect.shipment import app_waivers, inspect_shipment
 
 from . import limits
 from .archive import Archive, write_zip
-from .bundle import LAMBDA_HANDLER, RUNTIME_INTERFACE_CLIENT
+from .bundle import LAMBDA_HANDLER, RUNTIME_INTERFACE_CLIENT, calls_aws_services
 from .docker_cli import require_engine
 from .images import (
     BaseImage,
@@ -42,7 +42,7 @@ from .images import (
     resolve_base,
     runtime_image,
 )
-from .vendoring import requirement_files, vendor
+from .vendoring import imports_aws_sdk, requirement_files, vendor, vendor_app
 
 LAMBDA_TASK_ROOT = "/var/task"
 
@@ -78,16 +78,19 @@ def package_openwhisk_image(app_path: str, out_zip: str, base: str | None = None
     """action.zip plus, when the app has requirements, the derived image holding them."""
     composition = prepare(app_path, **planning)
     name = composition.app.name
-    requirements = requirement_files(composition.app.root)
+    # The base images' Python has no boto3: vendored when the app needs it.
+    needs_packages = bool(requirement_files(composition.app.root)) or imports_aws_sdk(
+        composition.app.root) or calls_aws_services(composition)
     waivers = app_waivers(composition.app.settings.inspector_waivers)
     built: BuiltImage | None = None
-    if requirements or base is None:
+    if needs_packages or base is None:
         require_engine()
     with tempfile.TemporaryDirectory(prefix="faastlane-package-") as scratch:
         action = write_action(composition, os.path.join(scratch, "action"))
-        if requirements:
+        if needs_packages:
             source = resolve_base(base)
-            packages = vendor(requirements, source.version)
+            packages = vendor_app(composition.app.root, source.version, runtime_has_sdk=False,
+                                  uses_aws_services=calls_aws_services(composition))
             assert packages is not None
             site = source.site + "/"
             report = inspect_shipment(action, waivers, [(packages, site)])
@@ -120,7 +123,9 @@ def package_lambda_image(app_path: str, base: str | None = None,
     source = resolve_base(base)
     with tempfile.TemporaryDirectory(prefix="faastlane-package-") as scratch:
         action = write_action(composition, os.path.join(scratch, "action"))
-        trees = [t for t in (vendor(requirement_files(composition.app.root), source.version),
+        app_packages = vendor_app(composition.app.root, source.version, runtime_has_sdk=False,
+                                  uses_aws_services=calls_aws_services(composition))
+        trees = [t for t in (app_packages,
                              vendor([], source.version, [RUNTIME_INTERFACE_CLIENT])) if t]
         report = inspect_shipment(action, waivers, [(t, source.site + "/") for t in trees])
         # The big, rarely changing packages first: a code change rebuilds one small layer.

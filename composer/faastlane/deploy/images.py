@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from faastlane import cache
+from faastlane import cache, progress
 from faastlane.checkout import checkout_file
 
 from . import docker_cli
@@ -177,7 +177,8 @@ def build_image(base: BaseImage, recipe: ImageRecipe, code_layers: frozenset[int
                 out.write(record + "\n")
             with open(os.path.join(context, "Dockerfile"), "w", encoding="utf-8") as out:
                 out.write(text)
-            docker_cli.build(context, tag)
+            with progress.step(f"building image {tag}"):
+                docker_cli.build(context, tag)
         finally:
             shutil.rmtree(context, ignore_errors=True)
         info = docker_cli.image_info(tag)

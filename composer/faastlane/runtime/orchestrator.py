@@ -17,6 +17,7 @@ from typing import Any
 
 from .asl.errors import RUNTIME, StatesError, error_object, unexpected_cause
 from .asl.model import Machine
+from .engine import history
 from .engine.execution import Execution
 from .engine.functions import FunctionRegistry, FunctionSpec, Invocable, NoSandboxes
 from .interpreter.states import run_machine
@@ -42,6 +43,7 @@ class Result:
     error: str | None = None
     cause: str | None = None
     state: str | None = None  # the (innermost) state a failed execution failed in
+    history: list[dict[str, Any]] | None = None  # its events, when recorded (--history)
 
     def to_json(self) -> Any:
         """The output, or ``{"Error", "Cause"}`` of a failed execution."""
@@ -132,13 +134,19 @@ class Orchestrator:
         sections = Sections(Spiller.from_environ(self.workflow, options, self.pool))
         execution = Execution(self.name, execution_input, self.functions, options,
                               self.workflow.timeout_seconds, execution_name, sections)
+        history.started(execution, execution_input)
         try:
             output = run_machine(self.workflow, execution_input, execution)
         except StatesError as err:
-            return Result(FAILED, error=err.error, cause=err.cause, state=err.state)
+            history.ended(execution, error=err)
+            return Result(FAILED, error=err.error, cause=err.cause, state=err.state,
+                          history=execution.events)
         except Exception as exc:  # noqa: BLE001 - an engine fault outside any state
-            return Result(FAILED, error=RUNTIME, cause=unexpected_cause(exc))
-        return Result(SUCCEEDED, output=output)
+            err = StatesError(RUNTIME, unexpected_cause(exc))
+            history.ended(execution, error=err)
+            return Result(FAILED, error=err.error, cause=err.cause, history=execution.events)
+        history.ended(execution, output)
+        return Result(SUCCEEDED, output=output, history=execution.events)
 
     def close(self) -> None:
         """Stop the warm workers and the sandboxes (they also exit on their own when this

@@ -179,6 +179,9 @@ class Map(State):
     retry: tuple[Retrier, ...] = ()
     catch: tuple[Catcher, ...] = ()
     placement: str = PROCESS
+    # ProcessorConfig Mode DISTRIBUTED: run alike here, but its history, as AWS's, holds
+    # a map run (MapRunStarted, ...), not the iterations (child executions on AWS).
+    distributed: bool = False
 
 
 # --------------------------------------------------------------------------- building
@@ -291,7 +294,10 @@ def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
     if kind == "Map":
         processor = spec["ItemProcessor"] if "ItemProcessor" in spec else spec["Iterator"]
         selector_key = "ItemSelector" if "ItemSelector" in spec else "Parameters"
+        mode = (processor.get("ProcessorConfig") or {}).get("Mode") \
+            if isinstance(processor, dict) else None
         return Map(**common, **io, iterator=machine_from_asl(processor, workflow_language),
+                   distributed=mode == "DISTRIBUTED",
                    items_path=spec.get("ItemsPath", "$"), **_payload(spec, "Items", "items"),
                    **_payload(spec, selector_key, "item_selector"),
                    max_concurrency=spec.get("MaxConcurrency", 0),

@@ -25,7 +25,7 @@ from ..asl.jsonvalue import detach
 from ..asl.model import PROCESS, THREAD
 from ..asl.variables import Variables
 from ..options import MPK, NONE, PARALLEL_THREADS, PROCESS_ISOLATION, Options
-from . import trace
+from . import history, trace
 from .forking import Outcome, run_forked
 from .functions import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -86,6 +86,12 @@ class Execution:
         self.name = execution_name or str(uuid.uuid4())
         self.timeout_seconds = timeout_seconds
         self._events = itertools.count(2)  # 1 is ExecutionStarted
+        self._first_id = 2  # this (sub-)machine run's first id: used_ids()
+        self.source = 0  # the previousEventId of this run's next event (history.py)
+        self.events: list[dict[str, Any]] | None = [] if history.enabled else None
+        self.owner_pid = os.getpid()  # the process that merges this run's events
+        self.entered = (0, 0)  # the current state's entry event: its id and previous id
+        self.assigned: dict[str, Any] | None = None  # its Assign, for its exit event
         self.deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
         machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{workflow_name}"
         self.context_base: dict[str, Any] = {
@@ -110,22 +116,72 @@ class Execution:
     def for_branch(self) -> Execution:
         """This execution as a Parallel branch or Map iteration sees it: the same
         deadline, functions and context, and an inner scope over the current variables
-        (readable there, not assignable; the branch's own are dropped when it ends)."""
+        (readable there, not assignable; the branch's own are dropped when it ends).
+        Its history event ids start where the section's start left them, as if it ran
+        alone (``history.merge`` lays the branches out when they end)."""
         branch = copy.copy(self)
         branch.variables = self.variables.inner()
+        branch._first_id = self.next_id()
+        branch._events = itertools.count(branch._first_id)
+        branch.events = None if self.events is None else []
+        branch.owner_pid = os.getpid()
+        branch.assigned = None
         return branch
 
-    def enter_state(self, state: Any) -> int:
-        """The id of the history event recording entry into ``state``.
+    # ------------------------------------------------------------------ history events
 
-        Ids follow the shape of a Step Functions execution history (ExecutionStarted is
-        1; a state's entry and exit are one event each, a Task's scheduled, started and
-        succeeded three more), so error causes cite plausible event ids.
-        """
+    def next_id(self) -> int:
+        """The id the next history event gets (``count(7)`` -> 7)."""
+        text = repr(self._events)
+        return int(text[6:-1])
+
+    def used_ids(self) -> int:
+        return self.next_id() - self._first_id
+
+    def skip_ids(self, count: int) -> None:
+        self._events = itertools.count(self.next_id() + count)
+
+    def emit(self, kind: str, details: dict[str, Any] | None = None,
+             link: bool = True) -> int:
+        """Number one history event (and record it, when the history is on): its id.
+        ``details`` is built by callers only when ``self.events`` is not None."""
         event_id = next(self._events)
-        for _ in range(4 if type(state).__name__ == "Task" else 1):
-            next(self._events)
+        if self.events is not None:
+            event = {"timestamp": history.timestamp(), "type": kind, "id": event_id,
+                     "previousEventId": self.source}
+            if details:
+                event.update(details)
+            self.events.append(event)
+        if link:
+            self.source = event_id
         return event_id
+
+    def enter_state(self, state: Any, data: Any) -> int:
+        """Record entry into ``state`` with input ``data``: the event's id, which error
+        causes cite ("entered at the event id #N")."""
+        before = self.source
+        if self.events is None:  # only numbered: the common case, kept short
+            event_id = self.source = next(self._events)
+        else:
+            event_id = self.emit(f"{type(state).__name__}StateEntered", {
+                "stateEnteredEventDetails": {"name": state.name, "input": history.data(data),
+                                             "inputDetails": history.NOT_TRUNCATED}})
+        self.entered = (event_id, before)
+        return event_id
+
+    def exit_state(self, state: Any, output: Any) -> None:
+        if self.events is None:
+            self.source = next(self._events)
+            return
+        kind = f"{type(state).__name__}StateExited"
+        details = {"name": state.name, "output": history.data(output),
+                   "outputDetails": history.NOT_TRUNCATED}
+        if self.assigned:
+            details["assignedVariables"] = {name: history.data(value)
+                                            for name, value in self.assigned.items()}
+            details["assignedVariablesDetails"] = history.NOT_TRUNCATED
+            self.assigned = None
+        self.emit(kind, {"stateExitedEventDetails": details})
 
     # ------------------------------------------------------------------ context object
 
@@ -303,10 +359,46 @@ class Execution:
         if outcomes is None:
             outcomes = run_forked(work, workers, describe=describe,
                                   stop_on_error=stop_on_error, deadline=self.deadline)
+        self._merge_history(work, outcomes, state)
         for outcome in outcomes:
             trace.extend(outcome.records)
         self.check_deadline()
         return outcomes
+
+    def _merge_history(self, work: Sequence[Callable[[], Any]], outcomes: list[Outcome],
+                       state: Any) -> None:
+        """Take in the history events the jobs numbered (``history.merge``), and make
+        their causes cite the ids the events have now."""
+        base = self.next_id()
+        jobs = []
+        for job, outcome in zip(work, outcomes, strict=True):
+            sent = history.job_events(outcome.records)  # from a fork or a pool worker
+            if getattr(state, "distributed", False):
+                continue  # a map run: AWS records its iterations in child executions
+            if sent is None:
+                branch = getattr(job, "execution", None)  # ran on a thread here, or not
+                if isinstance(branch, Execution) and branch.owner_pid == os.getpid():
+                    sent = history.JobEvents(branch.events, branch.used_ids(), branch.source)
+            jobs.append(sent)
+        if not jobs:
+            return
+        succeeded = all(outcome.error is None for outcome in outcomes)
+        is_map = type(state).__name__ == "Map"
+        if is_map and not succeeded and not _tolerates_failures(state):
+            # Laid out one after the other, a failed Map's iterations end at the first
+            # that failed (later ones that ran meanwhile are left out, as on AWS).
+            first = next(i for i, o in enumerate(outcomes) if o.error is not None)
+            jobs = jobs[:first + 1]
+        offsets = history.merge(self, base, jobs, is_map, succeeded)
+        for outcome, offset in zip(outcomes, offsets, strict=False):  # jobs cut short
+            if outcome.error is not None and offset:
+                outcome.error.cause = history.recite(outcome.error.cause, base, offset)
+
+
+def _tolerates_failures(state: Any) -> bool:
+    return any(getattr(state, field, None) is not None for field in (
+        "tolerated_failure_count", "tolerated_failure_percentage",
+        "tolerated_failure_count_path", "tolerated_failure_percentage_path"))
 
 
 def function_timeout(spec: FunctionSpec) -> float:

@@ -49,6 +49,13 @@ def record(**fields: Any) -> None:
         _records.append(fields)
 
 
+def keep(fields: dict[str, Any]) -> None:
+    """Append one record whether or not tracing: what a forked job must send back to
+    its parent with its trace records (``history.finish_job``)."""
+    with _lock:
+        _records.append(fields)
+
+
 def extend(records: list[dict[str, Any]]) -> None:
     """Adopt records made in a forked child."""
     if enabled and records:

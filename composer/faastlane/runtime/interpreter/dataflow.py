@@ -70,7 +70,11 @@ class DataFlow:
         """A JSONata field's value; ``states`` adds ``result=`` or ``error_output=``."""
         bound = states_variable(self.data, self.context if context is None else context,
                                 **states)
-        return evaluate_field(value, field, bound, self.variables)
+        try:
+            return evaluate_field(value, field, bound, self.variables)
+        except StatesError as err:
+            located(err, field)
+            raise
 
     def read(self, source: Any, path: str) -> Any:
         """A JSONPath path field (``$.x``, ``$$.x`` or a variable ``$name``)."""
@@ -178,3 +182,13 @@ class DataFlow:
     def _store(self, assigned: dict[str, Any] | None) -> None:
         if assigned:
             self.execution.variables.assign(assigned, self.state.name)
+            if self.execution.events is not None:  # the state's exit event shows them
+                self.execution.assigned = assigned
+
+
+def located(err: StatesError, field: str) -> StatesError:
+    """``err`` remembering the field whose evaluation failed, the first one named (an
+    EvaluationFailed event's ``location``)."""
+    if getattr(err, "location", None) is None:
+        err.location = field  # type: ignore[attr-defined]
+    return err

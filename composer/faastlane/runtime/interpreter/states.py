@@ -14,7 +14,9 @@ from __future__ import annotations
 import functools
 import queue
 import random
+import re
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +26,7 @@ from ..asl.errors import (
     EXCEED_TOLERATED_FAILURE_THRESHOLD,
     QUERY_EVALUATION_ERROR,
     RUNTIME,
+    TIMEOUT,
     StatesError,
     error_matches,
     unexpected_cause,
@@ -45,13 +48,14 @@ from ..asl.model import (
     Wait,
 )
 from ..asl.resources import function_name_of
-from ..engine import trace
+from ..engine import history, trace
 from ..engine.execution import Execution, ExecutionTimedOut, RelayWatch
 from ..engine.forking import Outcome
+from ..engine.lambda_context import ACCOUNT, REGION
 from ..engine.threads import Handover
 from ..options import MPK
 from ..services import calls as service_calls
-from .dataflow import DataFlow
+from .dataflow import DataFlow, located
 
 Transition = tuple[Any, "str | None"]
 
@@ -106,14 +110,20 @@ def execute(state: State, data: Any, execution: Execution) -> Transition:
 
 
 def _run_state(state: State, data: Any, execution: Execution) -> Transition:
-    event_id = execution.enter_state(state)
+    event_id = execution.enter_state(state, data)
     try:
-        return _EXECUTORS[type(state)](state, data, execution)
+        output, next_name = _EXECUTORS[type(state)](state, data, execution)
     except Exception as err:  # noqa: BLE001 - every failure becomes the state's ASL error
+        if (isinstance(err, StatesError) and err.error == QUERY_EVALUATION_ERROR
+                and not getattr(err, "evaluation_recorded", False)):
+            # As AWS recorded: after a Wait's entry, else where the entry linked to.
+            _evaluation_failed(state, execution, err, before_entry=type(state) is not Wait)
         named = _named(err, state, event_id)
         if named is err:
             raise
         raise named from None
+    execution.exit_state(state, output)
+    return output, next_name
 
 
 # ------------------------------------------------------------------ relays of Tasks
@@ -132,7 +142,9 @@ _INLINE = (Pass, Choice, Succeed)  # states a relay runs on its way to the next 
 
 
 def _relayable(state: State, execution: Execution) -> bool:
-    return (type(state) is Task and state.integration is None
+    # With the history on, Tasks run the plain way, which records their events (a
+    # relay only numbers them).
+    return (type(state) is Task and state.integration is None and execution.events is None
             and not state.retry and not state.catch
             and state.timeout_seconds is None and state.timeout_seconds_path is None
             and execution.relays(state.placement))
@@ -162,10 +174,11 @@ def _pass_on(machine: Machine, state: Task, data: Any, execution: Execution,
     """Enter ``state`` and prepare its function's call; the step that starts it (or, if
     preparing failed, the step that ends the relay with the state's error)."""
     start = trace.now() if trace.enabled else 0.0
-    event_id = execution.enter_state(state)
+    event_id = execution.enter_state(state, data)
     try:
         flow = DataFlow(state, data, execution, time.time())
-        _, function, event = _task_call(state, flow)
+        effective, function, event = _task_call(state, flow)
+        _task_scheduled(state, execution, event, effective, None)
         then = functools.partial(_carry_on, machine, state, flow, event_id, start, baton,
                                  watch)
         starter = execution.function_starter(state.name, function, event, then, watch)
@@ -188,12 +201,14 @@ def _carry_on(machine: Machine, state: Task, flow: DataFlow, event_id: int, star
     """On the function's thread, once it returned: finish its Task, then pass the
     execution on."""
     try:
+        _task_ended(state, flow.execution, result, error)
         if error is not None:
             raise error
         output = _task_output(state, flow, result)
     except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
         _record(state, start)
         return _ending(baton, None, None, _named(exc, state, event_id))
+    flow.execution.exit_state(state, output)
     _record(state, start)
     return _onwards(machine, state.next, output, flow.execution, baton, watch)
 
@@ -247,7 +262,8 @@ def retry_delay(retrier: Retrier, attempt: int) -> float:
 
 
 def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Execution,
-                        attempt: Callable[[int], Any], entered: float | None = None
+                        attempt: Callable[[int], Any], entered: float | None = None,
+                        failed: Callable[[StatesError], None] | None = None
                         ) -> Transition:
     """Run ``attempt(retry_count)`` under the state's Retry and Catch rules.
 
@@ -274,6 +290,8 @@ def with_error_handling(state: Task | Parallel | Map, data: Any, execution: Exec
                     retries += 1
                     execution.sleep(retry_delay(retrier, counts[retrier_index]))
                     continue
+            if failed is not None:
+                failed(err)  # its history events, once no retry follows
             catcher = _matching_catcher(state.catch, err)
             if catcher is None:
                 raise
@@ -332,15 +350,32 @@ def _task(state: Task, data: Any, execution: Execution) -> Transition:
             # A service integration: the Orchestrator calls the service itself, on this
             # thread, with its own environment (never in a function's sandbox or domain).
             effective = flow.effective_input()
-            result = service_calls.call(state.integration, effective, execution, state.name,
-                                        run_machine, _task_timeout(state, effective, flow))
+            timeout = _task_timeout(state, effective, flow)
+            _task_scheduled(state, execution, effective, effective, timeout)
+            try:
+                result = service_calls.call(state.integration, effective, execution,
+                                            state.name, run_machine, timeout)
+            except StatesError as err:
+                _task_ended(state, execution, None, err)
+                raise
+            _task_ended(state, execution, result, None)
             return flow.finish(result)
         effective, function, event = _task_call(state, flow)
-        result = execution.call_function(state.name, function, event,
-                                         _task_timeout(state, effective, flow), state.placement)
-        return _task_output(state, flow, result)
+        timeout = _task_timeout(state, effective, flow)
+        _task_scheduled(state, execution, event, effective, timeout)
+        try:
+            result = execution.call_function(state.name, function, event, timeout,
+                                             state.placement)
+        except StatesError as err:
+            _task_ended(state, execution, None, err)
+            raise
+        if state.invoke_shape:
+            result = _lambda_invoke_response(result, execution.name)
+        _task_ended(state, execution, result, None)
+        return flow.finish(result)
 
-    return with_error_handling(state, data, execution, attempt, entered)
+    return with_error_handling(state, data, execution, attempt, entered,
+                               _failed_events(state, execution))
 
 
 def _task_call(state: Task, flow: DataFlow) -> tuple[Any, str, Any]:
@@ -367,6 +402,78 @@ def _task_output(state: Task, flow: DataFlow, result: Any) -> Any:
     if state.invoke_shape:
         result = _lambda_invoke_response(result, flow.execution.name)
     return flow.finish(result)
+
+
+# ------------------------------------------------------------------ a Task's history events
+#
+# A Lambda function named by its ARN: LambdaFunctionScheduled/Started/Succeeded/Failed/
+# TimedOut; lambda:invoke and the service integrations: TaskScheduled/Started/
+# Succeeded/Failed/TimedOut with the resourceType and resource AWS gives ("lambda",
+# "invoke"; "aws-sdk:s3", "getObject"), as in LocalStack's recorded test_lambda_task,
+# test_lambda_task_service and services/ tests.
+
+_LAMBDA_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:"
+_INTEGRATION_PREFIX = "arn:aws:states:::"
+
+
+def task_resource(state: Task) -> tuple[str, str] | None:
+    """A Task's (resourceType, resource) in its Task* events; None: a Lambda function
+    named by its ARN (LambdaFunction* events)."""
+    if state.invoke_shape:
+        return "lambda", "invoke"
+    if state.integration is None:
+        return None
+    parts = state.integration.split(":::", 1)[-1].split(":")
+    split = 2 if parts[0] == "aws-sdk" else 1
+    return ":".join(parts[:split]), ":".join(parts[split:])
+
+
+def _task_scheduled(state: Task, execution: Execution, event: Any, effective: Any,
+                    timeout: float | None) -> None:
+    """The events of a Task's call about to start (an attempt of it)."""
+    if execution.events is None:
+        execution.emit("TaskScheduled")
+        execution.emit("TaskStarted")
+        return
+    resource = task_resource(state)
+    if resource is None:
+        details: dict[str, Any] = {"resource": _LAMBDA_ARN + str(state.function),
+                                   "input": history.data(event),
+                                   "inputDetails": history.NOT_TRUNCATED}
+        if timeout is not None:
+            details["timeoutInSeconds"] = int(timeout)
+        execution.emit("LambdaFunctionScheduled",
+                       {"lambdaFunctionScheduledEventDetails": details})
+        execution.emit("LambdaFunctionStarted")
+        return
+    kind, name = resource
+    details = {"resourceType": kind, "resource": name, "region": REGION,
+               "parameters": history.data(effective)}
+    if timeout is not None:
+        details["timeoutInSeconds"] = int(timeout)
+    execution.emit("TaskScheduled", {"taskScheduledEventDetails": details})
+    execution.emit("TaskStarted", {"taskStartedEventDetails": {"resourceType": kind,
+                                                               "resource": name}})
+
+
+def _task_ended(state: Task, execution: Execution, result: Any,
+                error: StatesError | None) -> None:
+    """The event of a Task's call that returned ``result`` or failed with ``error``."""
+    if execution.events is None:
+        execution.emit("TaskEnded")
+        return
+    resource = task_resource(state)
+    prefix, details = "LambdaFunction", {}
+    if resource is not None:
+        prefix, details = "Task", {"resourceType": resource[0], "resource": resource[1]}
+    if error is None:
+        outcome = "Succeeded"
+        details.update(output=history.data(result), outputDetails=history.NOT_TRUNCATED)
+    else:
+        outcome = "TimedOut" if error.error == TIMEOUT else "Failed"
+        details.update(_error_details(error))
+    kind = prefix + outcome
+    execution.emit(kind, {f"{kind[0].lower()}{kind[1:]}EventDetails": details})
 
 
 def _choice(state: Choice, data: Any, execution: Execution) -> Transition:
@@ -426,9 +533,9 @@ def _wait_timestamp(state: Wait, effective: Any, flow: DataFlow) -> float:
         when = _wait_until(value)
         if when is None:
             error = QUERY_EVALUATION_ERROR if flow.jsonata else RUNTIME
-            raise StatesError(error, "The Timestamp field cannot be parsed as an ISO-8601 "
-                                     "extended offset date-time format string: "
-                                     f"{_shown(value)}")
+            raise located(StatesError(error, "The Timestamp field cannot be parsed as an "
+                                             "ISO-8601 extended offset date-time format "
+                                             f"string: {_shown(value)}"), "Timestamp")
         return when
     path = str(state.timestamp_path)  # the validator required one of the four
     try:
@@ -513,19 +620,67 @@ def _fail_path(expression: str, field: str, data: Any, flow: DataFlow) -> Any:
 
 def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
     entered = time.time()
+    started = [False]  # whether this attempt's branches started: ParallelStateFailed
 
     def attempt(retry_count: int) -> Any:
+        started[0] = False
         flow = DataFlow(state, data, execution, entered, retry_count)
         effective = flow.effective_input()
+        execution.emit("ParallelStateStarted")
         work = [BranchJob.make(state, i, branch, effective, execution)
                 for i, branch in enumerate(state.branches)]
+        started[0] = True
         outcomes = execution.run_parallel(
             work, 0, describe=lambda i: f"branch {i} of Parallel '{state.name}'",
             stop_on_error=True, state=state, inputs=[effective] * len(work))
         _raise_first_failure(outcomes)
+        execution.emit("ParallelStateSucceeded", link=False)
         return flow.finish([outcome.value for outcome in outcomes])
 
-    return with_error_handling(state, data, execution, attempt, entered)
+    return with_error_handling(state, data, execution, attempt, entered,
+                               _failed_events(state, execution, started))
+
+
+def _failed_events(state: Task | Parallel | Map, execution: Execution,
+                   started: list[bool] | None = None) -> Callable[[StatesError], None]:
+    """The events of a Task, Parallel or Map failing (no retry follows), as AWS recorded
+    them (LocalStack's test_base_scenarios): a JSONata evaluation error's
+    EvaluationFailed, and a Parallel's or Map's ParallelStateFailed/MapStateFailed, which
+    an error of its branches or iterations, or of an evaluation, gets (an error of a
+    JSONPath field before them gets none)."""
+    def failed(err: StatesError) -> None:
+        evaluation = err.error == QUERY_EVALUATION_ERROR
+        if evaluation:
+            _evaluation_failed(state, execution, err, before_entry=True)
+        if started is not None and (evaluation or started[0]):
+            execution.emit(f"{type(state).__name__}StateFailed")
+    return failed
+
+
+_FIELD_IN_CAUSE = re.compile(r"specified for the field '([^']*)'")
+
+
+def _evaluation_failed(state: State, execution: Execution, err: StatesError,
+                       before_entry: bool) -> None:
+    """EvaluationFailed: error, cause (as the execution's), state and the field.
+    ``before_entry``: it links to the event before the state's entry (as in every
+    recording but a Wait's: LocalStack's test_map_state_items_input_types,
+    test_undefined_reference, test_wait_timestamp_jsonata), else to the entry."""
+    err.evaluation_recorded = True  # type: ignore[attr-defined]
+    entered, before = execution.entered
+    if before_entry:
+        execution.source = before
+    if execution.events is None:
+        execution.emit("EvaluationFailed")
+        return
+    named = _named(err, state, entered)
+    details = {"error": named.error, "cause": named.cause, "state": state.name}
+    # The field, as deep as the cause names it ("Output/result"), else as evaluated.
+    named_field = _FIELD_IN_CAUSE.search(named.cause or "")
+    location = named_field[1] if named_field else getattr(err, "location", None)
+    if location:
+        details["location"] = location
+    execution.emit("EvaluationFailed", {"evaluationFailedEventDetails": details})
 
 
 def _raise_first_failure(outcomes: list[Outcome]) -> None:
@@ -554,7 +709,36 @@ class BranchJob:
         return cls(state, index, machine, data, execution.for_branch())
 
     def __call__(self) -> Any:
-        return run_machine(self.machine, self.data, self.execution)
+        return run_job(self.state, self.index, self.machine, self.data, self.execution)
+
+
+def run_job(state: Parallel | Map, index: int, machine: Machine, data: Any,
+            execution: Execution) -> Any:
+    """Run one branch or iteration (wherever it runs) with its history events: a Map
+    iteration's MapIterationStarted, Succeeded or Failed; the events go back to the
+    section's process if this is another (``history.finish_job``)."""
+    is_map = type(state) is Map
+    try:
+        if is_map:
+            _emit_iteration("MapIterationStarted", state, index, execution)
+        output = run_machine(machine, data, execution)
+        if is_map:
+            _emit_iteration("MapIterationSucceeded", state, index, execution,
+                           link=False)
+        return output
+    except BaseException:
+        if is_map:
+            _emit_iteration("MapIterationFailed", state, index, execution,
+                           link=False)
+        raise
+    finally:
+        history.finish_job(execution, execution.owner_pid)
+
+
+def _emit_iteration(kind: str, state: Map, index: int, execution: Execution,
+                    link: bool = True) -> None:
+    execution.emit(kind, None if execution.events is None else
+                   {f"m{kind[1:]}EventDetails": {"index": index, "name": state.name}}, link)
 
 
 def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
@@ -573,10 +757,11 @@ def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
                      f"'{expression_text(state.items) if is_expression(state.items) else state.items}'"
                      " specified for the field 'Items' returned")
             if kind not in ("null", "boolean", "number", "string", "object"):
-                raise StatesError(QUERY_EVALUATION_ERROR, f"{where} an unsupported result type.")
-            raise StatesError(QUERY_EVALUATION_ERROR,
-                              f"{where} an unexpected result type. Expected 'array', but was "
-                              f"'{kind}' for value: {compact_json(items)}")
+                raise located(StatesError(QUERY_EVALUATION_ERROR,
+                                          f"{where} an unsupported result type."), "Items")
+            raise located(StatesError(
+                QUERY_EVALUATION_ERROR, f"{where} an unexpected result type. Expected "
+                f"'array', but was '{kind}' for value: {compact_json(items)}"), "Items")
         return items
     try:
         items = flow.read(effective, state.items_path)
@@ -665,12 +850,18 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
         state.tolerated_failure_count, state.tolerated_failure_percentage,
         state.tolerated_failure_count_path, state.tolerated_failure_percentage_path))
 
+    started = [False]  # whether this attempt's iterations started: MapStateFailed
+
     def attempt(retry_count: int) -> Any:
+        started[0] = False
         flow = DataFlow(state, data, execution, entered, retry_count)
         effective = flow.effective_input()
-        # In AWS's order: MaxConcurrency, the items, then the failure tolerance.
+        # In AWS's order: MaxConcurrency, the items, MapStateStarted, then the failure
+        # tolerance (LocalStack's state_map.py follows AWS's event ids there).
         max_concurrency = _max_concurrency(state, effective, flow)
         items = _map_items(state, effective, flow)
+        execution.emit("MapStateStarted", None if execution.events is None else
+                       {"mapStateStartedEventDetails": {"length": len(items)}})
         tolerated_count, tolerated_percentage = _tolerance(state, effective, flow)
         inputs = []
         for index, item in enumerate(items):
@@ -681,24 +872,53 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
                               else flow.template(state.item_selector, effective, item_ctx))
             else:
                 inputs.append(item)
+        if state.distributed:
+            execution.emit("MapRunStarted", None if execution.events is None else
+                           {"mapRunStartedEventDetails": {"mapRunArn": _map_run_arn(
+                               state, execution)}})
         work = [BranchJob.make(state, i, state.iterator, item, execution)
                 for i, item in enumerate(inputs)]
+        started[0] = True
         outcomes = execution.run_parallel(
             work, max_concurrency,
             describe=lambda i: f"iteration {i} of Map '{state.name}'",
             stop_on_error=not tolerant, state=state, inputs=inputs)
-        if not tolerant:
-            _raise_first_failure(outcomes)
-        failures = [o for o in outcomes if o.error is not None]
-        if not _tolerated(len(failures), len(outcomes), tolerated_count,
-                          tolerated_percentage):
-            # AWS's words (LocalStack's recorded test_state_configuration snapshot)
-            raise StatesError(EXCEED_TOLERATED_FAILURE_THRESHOLD,
-                              "The specified tolerated failure threshold was exceeded")
+        try:
+            if not tolerant:
+                _raise_first_failure(outcomes)
+            failures = [o for o in outcomes if o.error is not None]
+            if not _tolerated(len(failures), len(outcomes), tolerated_count,
+                              tolerated_percentage):
+                # AWS's words (LocalStack's recorded test_state_configuration snapshot)
+                raise StatesError(EXCEED_TOLERATED_FAILURE_THRESHOLD,
+                                  "The specified tolerated failure threshold was exceeded")
+        except StatesError as err:
+            if state.distributed:
+                execution.emit("MapRunFailed", None if execution.events is None else
+                               {"mapRunFailedEventDetails": _error_details(err)})
+            raise
+        if state.distributed:
+            execution.emit("MapRunSucceeded")
+        execution.emit("MapStateSucceeded", link=False)
         return flow.finish([o.value if o.error is None else o.error.to_json()
                             for o in outcomes])
 
-    return with_error_handling(state, data, execution, attempt, entered)
+    return with_error_handling(state, data, execution, attempt, entered,
+                               _failed_events(state, execution, started))
+
+
+def _map_run_arn(state: Map, execution: Execution) -> str:
+    """A distributed Map's map run, named as AWS names it (its workflow, the state, an
+    id)."""
+    machine = execution.context_base["StateMachine"]["Name"]
+    return (f"arn:aws:states:{REGION}:{ACCOUNT}:mapRun:{machine}/{state.name}:"
+            f"{uuid.uuid4()}")
+
+
+def _error_details(err: StatesError) -> dict[str, str]:
+    """An error's ``error`` and ``cause`` in an event's details; an absent one left out."""
+    return {key: value for key, value in (("error", err.error), ("cause", err.cause))
+            if value is not None}
 
 
 _EXECUTORS: dict[type, Callable[[Any, Any, Execution], Transition]] = {

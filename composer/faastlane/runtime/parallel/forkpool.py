@@ -51,11 +51,11 @@ from typing import Any
 from ..asl.errors import TIMEOUT, StatesError
 from ..asl.model import Machine, Map, Parallel, State, Task, walk_states
 from ..asl.variables import Variables, encoded_size
-from ..engine import trace
+from ..engine import history, trace
 from ..engine.execution import Execution
 from ..engine.forking import Outcome, _describe_exit, job_message
 from ..engine.functions import EXIT_ERROR, FunctionRegistry
-from ..interpreter.states import BranchJob, run_machine
+from ..interpreter.states import BranchJob, run_job
 from ..options import NONE, PARALLEL_PROCESSES, PARALLEL_THREADS, PROCESS_ISOLATION, Options
 from .protocol import find_state, job_machine, state_keys
 
@@ -264,6 +264,7 @@ class ForkPool:
                     job = json.loads(line)
                     ctx = job.get("ctx", ctx)
                     trace.enabled = bool(job.get("trace"))
+                    history.enabled = bool(job.get("history"))
                     trace.forget()
                     message = job_message(job["i"], lambda: self._run_job(ctx, job))
                     message["trace"] = trace.take()
@@ -289,10 +290,17 @@ class ForkPool:
         execution.timeout_seconds = ctx["timeout"]
         execution.deadline = ctx["deadline"]
         execution._events = itertools.count(ctx["events"])  # noqa: SLF001
+        # Its history events are numbered from the section's start and sent back
+        # (history.finish_job: this is never the process that merges them).
+        execution._first_id = ctx["events"]  # noqa: SLF001
+        execution.source = ctx.get("source", 0)
+        execution.events = [] if history.enabled else None
+        execution.owner_pid = 0
         variables = ctx["variables"]
         execution.variables = Variables(variables, ctx["variables_bytes"])
         state = find_state(self.workflow, job["state"])
-        return run_machine(job_machine(state, job["job"]), job["input"], execution)
+        return run_job(state, job["job"], job_machine(state, job["job"]), job["input"],
+                       execution)
 
     # ------------------------------------------------------------------ the parent
 
@@ -357,7 +365,8 @@ class _Section:
         view = dict(branch.variables.view)
         ctx = {"name": execution.name, "context": execution.context_base,
                "timeout": execution.timeout_seconds, "deadline": execution.deadline,
-               "events": _event_counter(execution), "options": asdict(execution.options),
+               "events": _event_counter(execution), "source": execution.source,
+               "options": asdict(execution.options),
                "variables": view,
                "variables_bytes": sum(encoded_size(v) for v in view.values()),
                "env": execution.activation_env}
@@ -369,7 +378,8 @@ class _Section:
         if encoded is None:
             encoded = self.encoded[id(data)] = json.dumps(data, separators=(",", ":")).encode()
         head = json.dumps({"i": index, "state": self.key, "job": self.work[index].index,
-                           "trace": trace.enabled}, separators=(",", ":")).encode()[:-1]
+                           "trace": trace.enabled, "history": history.enabled},
+                          separators=(",", ":")).encode()[:-1]
         parts = [head, b',"input":', encoded]
         if worker.pid not in self.has_ctx:
             parts += [b',"ctx":', self.ctx]

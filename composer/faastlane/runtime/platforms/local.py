@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..asl.errors import error_object
-from ..engine import fault_reports, functions, trace
+from ..engine import fault_reports, functions, history, trace
 from ..isolation import domains
 from ..options import ISOLATION_MODES, MPK, PARALLEL_PROCESSES, PARALLEL_THREADS
 from ..orchestrator import SUCCEEDED, Orchestrator, Result, load_options
@@ -41,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--trace", nargs="?", const="-", metavar="FILE",
                         help="write a per-state timeline (JSON lines) to FILE (default: "
                              "standard error)")
+    parser.add_argument("--history", metavar="FILE",
+                        help="write the execution history (GetExecutionHistory's JSON) "
+                             "to FILE")
     parser.add_argument("--source-root", metavar="APP",
                         help="the app folder this action was composed from: stack traces "
                              "name its files (faastlane run passes it)")
@@ -57,7 +60,9 @@ def read_input(args: argparse.Namespace) -> Any:
         else:
             text = args.input if args.input is not None else "{}"
             where = "--input"
-        return json.loads(text)
+        value = json.loads(text)
+        args.input_text = text  # as given: the history's ExecutionStarted keeps it
+        return value
     except OSError as exc:
         _die(f"cannot read the input file: {exc.strerror}: {args.input_file}")
     except json.JSONDecodeError as exc:
@@ -80,6 +85,8 @@ def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int
     execution_input = read_input(args)
     if args.trace not in (None, "-"):
         args.trace = os.path.abspath(args.trace)
+    if args.history:
+        args.history = os.path.abspath(args.history)
     isolation = args.isolation or _planned_isolation()
     if args.isolation:  # the Orchestrator loads its functions for it (load_options)
         os.environ["FAASTLANE_ISOLATION"] = args.isolation
@@ -122,6 +129,8 @@ def _run(load: Callable[[], Orchestrator], args: argparse.Namespace, execution_i
         processes_only=True if args.processes_only else None)
     if args.trace:
         trace.enable()
+    if args.history:
+        history.enable()
     start = trace.now()
     result = orchestrator.execute(execution_input, options)
     end = trace.now()
@@ -137,7 +146,11 @@ def _run(load: Callable[[], Orchestrator], args: argparse.Namespace, execution_i
             from ..isolation.private_heaps import malloc_routed  # loaded only in mpk mode
 
             header["mpk_malloc"] = "routed" if malloc_routed() else "shared"
-        _write_trace(args.trace, header, trace.take())
+        _write_trace(args.trace, header, [r for r in trace.take() if not history.carried(r)])
+    if args.history:
+        events = result.history or []
+        history.given_input(events, args.input_text)
+        _write_history(args.history, events)
     _write_result(result_fd, result.to_json())
     if result.status != SUCCEEDED:
         _report_failure(result)
@@ -151,6 +164,14 @@ def _write_trace(target: str, header: dict[str, Any], records: list[dict[str, An
         return
     with open(target, "w", encoding="utf-8") as stream:
         trace.write(stream, header, records)
+
+
+def _write_history(target: str, events: list[dict[str, Any]]) -> None:
+    try:
+        history.write(target, events)
+    except OSError as exc:
+        sys.stderr.write(f"faastlane: error: cannot write the history to {target}: "
+                         f"{exc.strerror}\n")
 
 
 def _report_failure(result: Result) -> None:
