@@ -29,7 +29,7 @@ from unittest import mock
 import pytest
 from asl_acceptance import refusals
 from asl_strategies import FUNCTIONS, inputs, workflows
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 
 from faastlane.runtime.asl.errors import StatesError, unexpected_cause
 from faastlane.runtime.asl.model import machine_from_asl
@@ -95,8 +95,10 @@ def check_outcome(definition: dict, data: Any, functions: FunctionRegistry,
         if (err.error or "").startswith("States."):
             assert isinstance(err.cause, str) and err.cause, f"{err.error} without a cause"
         json.dumps(err.to_json(), allow_nan=False)
+        event(f"failed: {err.error if (err.error or '').startswith('States.') else 'other'}")
     else:
         json.dumps(output, allow_nan=False)  # an output is JSON
+        event("succeeded")  # --hypothesis-show-statistics counts the outcomes
     with open(crash_log, encoding="utf-8") as log:
         crashes = log.read()
     assert not crashes, "the engine crashed:\n" + crashes
