@@ -88,4 +88,7 @@ def read_input(args: argparse.Namespace) -> str:
     except json.JSONDecodeError as exc:
         raise FaastlaneError(f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, "
                              f"column {exc.colno})") from None
+    except RecursionError:  # valid JSON, but deeper than Python's parser goes
+        raise FaastlaneError(f"{where} is nested too deeply to read (arrays and objects "
+                             f"more than about {sys.getrecursionlimit()} levels deep)") from None
     return text

@@ -103,8 +103,9 @@ def did_you_mean(word: object, candidates: Iterable[object]) -> str:
 
 
 def _sort_token(token: str) -> tuple[int, int, str]:
-    # Array indices sort numerically so /Branches/2 comes before /Branches/10.
-    return (0, int(token), "") if token.isdigit() else (1, 0, token)
+    # Array indices sort numerically so /Branches/2 comes before /Branches/10; a state
+    # name of other digits ("¹", which int() refuses) sorts as a name.
+    return (0, int(token), "") if token.isascii() and token.isdigit() else (1, 0, token)
 
 
 def _file_order(file: str) -> tuple[int, str]:

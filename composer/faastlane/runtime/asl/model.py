@@ -247,7 +247,10 @@ def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
     ``language`` is the workflow's QueryLanguage, which a state may override."""
     kind = spec["Type"]
     common = _common(name, spec, language)
-    language = common["query_language"]
+    # A state's own QueryLanguage is its alone: its branches' and iterator's states
+    # default to the top level's ("If the state does not contain a QueryLanguage field,
+    # then it will use the query language specified in the top-level QueryLanguage").
+    workflow_language, language = language, common["query_language"]
     shared = _shared(spec, language)
     io: dict[str, Any] = {"input_path": _path(spec, "InputPath"),
                           "output_path": _path(spec, "OutputPath")}
@@ -281,7 +284,8 @@ def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
                     cause_path=spec.get("CausePath"))
     if kind == "Parallel":
         return Parallel(**common, **io,
-                        branches=tuple(machine_from_asl(b, language) for b in spec["Branches"]),
+                        branches=tuple(machine_from_asl(b, workflow_language)
+                                       for b in spec["Branches"]),
                         **_payload(spec, "Parameters", "parameters"),
                         **_payload(spec, "Arguments", "arguments"),
                         **_payload(spec, "ResultSelector", "result_selector"),
@@ -292,7 +296,7 @@ def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
         selector_key = "ItemSelector" if "ItemSelector" in spec else "Parameters"
         mode = (processor.get("ProcessorConfig") or {}).get("Mode") \
             if isinstance(processor, dict) else None
-        return Map(**common, **io, iterator=machine_from_asl(processor, language),
+        return Map(**common, **io, iterator=machine_from_asl(processor, workflow_language),
                    distributed=mode == "DISTRIBUTED",
                    items_path=spec.get("ItemsPath", "$"), **_payload(spec, "Items", "items"),
                    **_payload(spec, selector_key, "item_selector"),

@@ -330,7 +330,11 @@ def _lambda_invoke_response(payload: Any, request_id: str) -> dict[str, Any]:
 def _task_timeout(state: Task, effective_input: Any, flow: DataFlow) -> float | None:
     if state.timeout_seconds_path is None:
         return flow.number(state.timeout_seconds, "TimeoutSeconds", minimum=1)
-    value = flow.read(effective_input, state.timeout_seconds_path)
+    try:
+        value = flow.read(effective_input, state.timeout_seconds_path)
+    except jsonpath.PathNotFound:  # worded as AWS words it for a Wait's SecondsPath
+        raise StatesError(RUNTIME, "The TimeoutSecondsPath parameter does not reference an "
+                                   f"input value: {state.timeout_seconds_path}") from None
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise StatesError(RUNTIME, f"TimeoutSecondsPath '{state.timeout_seconds_path}' "
                                    f"must point to a positive integer, got {value!r}")
@@ -601,11 +605,17 @@ def _fail_path(expression: str, field: str, data: Any, flow: DataFlow) -> Any:
     """A Fail state's ErrorPath or CausePath; a path to nothing in AWS's words
     (LocalStack's test_invalid_jsonpath[INVALID_JSONPATH_IN_ERRORPATH], [..._CAUSEPATH])."""
     try:
-        return _dynamic(expression, data, flow)
+        value = _dynamic(expression, data, flow)
     except jsonpath.PathNotFound as exc:
         raise StatesError(RUNTIME, f"The JSONPath '{exc.path}' specified for the field "
                                    f"'{field}' could not be found in the input "
                                    f"'{compact_json(data)}'") from None
+    # "the reference path must select a field whose value is a string" (AWS's Fail
+    # state); worded as AWS words the same mistake in a Map's *Path fields.
+    if not isinstance(value, str):
+        raise StatesError(RUNTIME, f'The {field} field refers to value "{compact_json(value)}" '
+                                   f"which is not a valid string: {expression}")
+    return value
 
 
 def _parallel(state: Parallel, data: Any, execution: Execution) -> Transition:
@@ -824,13 +834,14 @@ def _tolerance(state: Map, effective: Any, flow: DataFlow
 
 def _tolerated(failures: int, total: int, count: int | None, percentage: float | None
                ) -> bool:
-    if failures == 0:
-        return True
-    if count is not None and failures <= count:
-        return True
-    if percentage is not None and total > 0 and failures * 100.0 / total <= percentage:
-        return True
-    return False
+    """Whether a Map's failed iterations stay within its thresholds: "If you specify
+    both ... the Map Run fails when it exceeds either threshold" (AWS: failure
+    thresholds for Distributed Map states), so every threshold given must hold."""
+    if count is not None and failures > count:
+        return False
+    if percentage is not None and total > 0 and failures * 100.0 / total > percentage:
+        return False
+    return True
 
 
 def _map(state: Map, data: Any, execution: Execution) -> Transition:
@@ -878,9 +889,9 @@ def _map(state: Map, data: Any, execution: Execution) -> Transition:
             failures = [o for o in outcomes if o.error is not None]
             if not _tolerated(len(failures), len(outcomes), tolerated_count,
                               tolerated_percentage):
+                # AWS's words (LocalStack's recorded test_state_configuration snapshot)
                 raise StatesError(EXCEED_TOLERATED_FAILURE_THRESHOLD,
-                                  f"Map state '{state.name}': {len(failures)} of "
-                                  f"{len(outcomes)} iterations failed")
+                                  "The specified tolerated failure threshold was exceeded")
         except StatesError as err:
             if state.distributed:
                 execution.emit("MapRunFailed", None if execution.events is None else
