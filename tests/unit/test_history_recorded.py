@@ -101,10 +101,13 @@ def test_the_cause_cites_the_entered_event_of_the_history(history_on: None) -> N
 
 
 def test_a_later_iteration_cites_its_id_in_the_laid_out_history(history_on: None) -> None:
-    # Iterations run side by side (forked) and are laid out one after the other: the
-    # cause of iteration 1 must cite the id its state entry has in the history.
+    # Iterations run in a forked worker and are laid out one after the other: the cause
+    # of iteration 1 must cite the id its state entry has in the history. One at a time
+    # (MaxConcurrency 1): side by side, iteration 1 may fail first and cancel iteration 0,
+    # whose events are then not laid out (no MapIterationAborted yet).
     definition = {"StartAt": "M", "States": {"M": {
-        "Type": "Map", "End": True, "ItemProcessor": {"StartAt": "P", "States": {
+        "Type": "Map", "End": True, "MaxConcurrency": 1,
+        "ItemProcessor": {"StartAt": "P", "States": {
             "P": {"Type": "Pass", "Parameters": {"v.$": "$.v"}, "End": True}}}}}}
     events = execute(definition, '[{"v": 1}, {"u": 2}]')
     cause = events[-1]["executionFailedEventDetails"]["cause"]
