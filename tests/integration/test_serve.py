@@ -178,3 +178,35 @@ def test_a_call_that_kills_the_orchestrator_fails_and_the_next_starts_it_again(
     assert json.loads(crashed["Payload"].read())["errorType"] == "Runtime.ExitError"
     again = client.invoke(FunctionName="orders")  # a fresh Orchestrator: a cold start
     assert json.loads(again["Payload"].read())["calls"] == 1
+
+
+def test_a_template_is_served_with_its_resources_on_an_embedded_local_aws(
+        tmp_path: Path) -> None:
+    # No endpoint in the environment: serve starts moto for its own life, creates the
+    # template's table and topic there, and the workflow's putItem and publish reach them.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
+    log = tmp_path / "serve.log"
+    template = ROOT / "examples" / "stock-trader" / "template.yaml"
+    with open(log, "w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "faastlane", "serve", str(template), "--port", "0"],
+            cwd=ROOT, stderr=stderr, stdout=subprocess.DEVNULL,
+            env={**env, "TMPDIR": str(tmp_path)})
+    try:
+        url = _wait_for_url(log, process)
+        name = re.search(r"/2015-03-31/functions/([^/]+)/invocations", log.read_text())[1]
+        assert "local AWS (moto) at http://127.0.0.1:" in log.read_text()
+        answer = _lambda(url).invoke(FunctionName=name, Payload=b"{}")
+        assert "FunctionError" not in answer, answer["Payload"].read()
+        output = json.loads(answer["Payload"].read())
+        assert output["SdkHttpMetadata"]["HttpStatusCode"] == 200 and output["MessageId"]
+        started = descendants(process.pid)
+        assert started  # the warm action and the embedded moto
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        time.sleep(0.5)
+        assert [pid for pid in started if os.path.exists(f"/proc/{pid}")] == []
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -11,10 +11,11 @@ import tempfile
 from collections.abc import Callable
 
 from faastlane.app_source import load
-from faastlane.cli_options import planning
+from faastlane.cli_options import planning, project_options
 from faastlane.compose.action import write_action
 from faastlane.errors import FaastlaneError
 from faastlane.local_action import scratch_parent
+from faastlane.project.local_aws import local_resources
 
 from .endpoint import LocalEndpoint
 from .openwhisk_api import PREFIX
@@ -34,11 +35,17 @@ def register(commands: argparse._SubParsersAction,
                     "faastlane serve examples/finra --port 9000, then aws lambda invoke "
                     "--endpoint-url http://127.0.0.1:9000 --function-name finra "
                     "--payload fileb://examples/finra/input.json out.json")
-    serve.add_argument("app", metavar="APP", help="the app folder")
+    serve.add_argument("app", metavar="APP",
+                       help="the app folder, or a SAM / CloudFormation template")
     serve.add_argument("--port", type=int, default=3001, metavar="N",
                        help="the port on 127.0.0.1 (default 3001, as sam local "
                             "start-lambda; 0: any free port)")
     add_planning(serve)
+    serve.add_argument("--create-resources", action="store_true",
+                       help="a template's tables, topics, queues and buckets are created "
+                            "where missing on a loopback endpoint (or an embedded local AWS "
+                            "that lives as long as the server); this flag allows it on any "
+                            "other endpoint too")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -49,10 +56,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise FaastlaneError(f"--port {args.port}: give 0-65535")
     composition = load(args.app, planning(args))
     name = composition.app.name
-    with tempfile.TemporaryDirectory(prefix="faastlane-serve-", dir=scratch_parent()) as scratch:
+    with tempfile.TemporaryDirectory(prefix="faastlane-serve-", dir=scratch_parent()
+                                     ) as scratch, \
+            local_resources(args.app, project_options(args), args.create_resources) as env:
         action = write_action(composition, os.path.join(scratch, "action"))
         try:
-            workflow = WarmWorkflow(name, action)
+            workflow = WarmWorkflow(name, action, env)
         except ChildDied as exc:
             raise FaastlaneError(f"the composed action did not start: {exc}") from None
         try:

@@ -22,15 +22,16 @@ class ChildDied(Exception):
 
 
 class WarmWorkflow:
-    def __init__(self, name: str, action_dir: str) -> None:
+    def __init__(self, name: str, action_dir: str, env: dict[str, str] | None = None) -> None:
         self.name = name
         self.action_dir = action_dir
+        self.env = env or {}  # over this process's: a template's local AWS endpoint
         self.lock = threading.Lock()
         self.launcher: Launcher | None = self._start()
 
     def _start(self) -> Launcher:
         try:
-            return Launcher(self.action_dir, "main", {}, command=CHILD)
+            return Launcher(self.action_dir, "main", self.env, command=CHILD)
         except ProtocolError as exc:
             raise ChildDied(exc.message) from None
 
