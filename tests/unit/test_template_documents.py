@@ -77,7 +77,8 @@ def test_syntax_errors_have_their_line(text: str, line: int, words: str) -> None
 
 def test_invalid_json_has_its_line() -> None:
     with pytest.raises(DocumentError) as raised:
-        parse('{\n  "A": 1,\n}', json_only=True)
+        parse('{\n  "A": 1\n  "B": 2\n}', json_only=True)  # (a trailing comma is
+        # placed differently by 3.11's and 3.13's parsers)
     assert raised.value.line == 3 and "invalid JSON" in str(raised.value)
 
 
