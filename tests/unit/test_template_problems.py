@@ -224,3 +224,18 @@ def test_an_ssm_parameter_needs_its_value_given(tmp_path: Path) -> None:
     assert "read from SSM Parameter Store" in problem.message
     options = ProjectOptions(parameter_overrides=("Key=secret",))
     assert _problems(_project(tmp_path, MACHINE + CHECK, head=head, options=options)) == []
+
+
+
+def test_a_misspelt_logical_id_gets_a_suggestion(tmp_path: Path) -> None:
+    machine = MACHINE.replace("!GetAtt Check.Arn", "!GetAtt Chek.Arn")
+    topic = """\
+  Topic:
+    Type: AWS::SNS::Topic
+    Properties:
+      TopicName: !Ref Chekc
+"""
+    messages = [p.message for p in _problems(_project(tmp_path, machine + CHECK + topic))]
+    assert any("no resource 'Chek'; did you mean 'Check'?" in m for m in messages), messages
+    assert any("Ref to 'Chekc'" in m and "did you mean 'Check'?" in m
+               for m in messages), messages

@@ -14,10 +14,10 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
-from faastlane.asl.problem import child
+from faastlane.asl.problem import child, did_you_mean
 
 from .parameters import NO_VALUE
 
@@ -43,9 +43,11 @@ class Resolver:
     """Evaluates the intrinsic functions in a template's values."""
 
     def __init__(self, parameters: dict[str, Any], ref: RefLookup, get_att: AttLookup,
-                 conditions: dict[str, Any], mappings: dict[str, Any]) -> None:
+                 conditions: dict[str, Any], mappings: dict[str, Any],
+                 resources: Callable[[], Collection[str]] = tuple) -> None:
         self.parameters = parameters
         self._ref, self._get_att = ref, get_att
+        self._resources = resources  # the logical ids, for "did you mean"
         self._conditions = conditions  # name -> its (unevaluated) expression
         self._mappings = mappings
         self._evaluated: dict[str, bool] = {}
@@ -99,8 +101,9 @@ class Resolver:
         try:
             return self._ref(name, where)
         except KeyError:
-            raise Unresolved(f"Ref to {name!r}: no parameter or resource of that name",
-                             where) from None
+            known = [*self.parameters, *self._resources()]
+            raise Unresolved(f"Ref to {name!r}: no parameter or resource of that name"
+                             f"{did_you_mean(name, known)}", where) from None
 
     def get_att(self, argument: Any, where: str) -> Any:
         if isinstance(argument, str):
@@ -113,8 +116,8 @@ class Resolver:
         try:
             return self._get_att(name, attribute, where)
         except KeyError:
-            raise Unresolved(f"Fn::GetAtt {name}.{attribute}: no resource {name!r}",
-                             where) from None
+            raise Unresolved(f"Fn::GetAtt {name}.{attribute}: no resource {name!r}"
+                             f"{did_you_mean(name, self._resources())}", where) from None
 
     # -- conditions ----------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -207,9 +207,13 @@ class _Reader:
             out[logical_id] = Resource(logical_id, raw["Type"], properties, where, inherited)
         return out
 
+    def _logical_ids(self) -> Collection[str]:
+        names = getattr(self, "names", None)  # None while the parameters are read
+        return () if names is None else names.resources
+
     def read(self) -> Project:
         self.resolver = Resolver({}, self._ref, self._get_att, self.section("Conditions"),
-                                 self.section("Mappings"))
+                                 self.section("Mappings"), self._logical_ids)
         self.resolver.parameters.update(self.parameters())
         self.names = Names({}, self.stack, self.region, partition(self.region),
                            lambda value, where: self.resolver.resolve(value, where))
