@@ -53,6 +53,14 @@ def _read(app: str, name: str) -> Any:
     return json.loads((EXAMPLES / app / name).read_text(encoding="utf-8"))
 
 
+def _refusal(stderr: str) -> str:
+    """The one-line error, the last line; before it only progress lines (vendoring the
+    requirements, when they are not cached yet)."""
+    *progress, line = stderr.strip().splitlines()
+    assert all(p.startswith("faastlane: ") and "error" not in p for p in progress), progress
+    return line
+
+
 @pytest.fixture
 def runtime_api() -> Iterator[RuntimeApi]:
     api = RuntimeApi()
@@ -105,7 +113,7 @@ def test_ml_predict_is_refused_as_a_zip_with_the_limit_its_size_and_the_way_out(
     openwhisk = faastlane("package", app, "--target", "openwhisk", "-o",
                           str(tmp_path / "ml-predict.zip"), timeout=1200)
     assert openwhisk.code == 2
-    line, = openwhisk.stderr.strip().splitlines()
+    line = _refusal(openwhisk.stderr)
     assert re.fullmatch(r"faastlane: error: \S+ml-predict\.zip is 6\d\.\d\d MB, over "
                         r"OpenWhisk's limit for an action's code of 48 MB; deploy it as a "
                         r"Docker action instead \(--docker: .*\)", line), line
@@ -114,10 +122,7 @@ def test_ml_predict_is_refused_as_a_zip_with_the_limit_its_size_and_the_way_out(
     lam = faastlane("package", app, "--target", "lambda", "-o", str(tmp_path / "lambda"),
                     timeout=1200)
     assert lam.code == 2
-    # The error is the last line; before it only progress lines (vendoring the layer).
-    *progress, line = lam.stderr.strip().splitlines()
-    assert all(p.startswith("faastlane: ") and "Traceback" not in p for p in progress), \
-        progress
+    line = _refusal(lam.stderr)
     assert re.fullmatch(r"faastlane: error: ml-predict with its layers is 2\d\d\.\d\d MB, "
                         r"over Lambda's limit for a function and its layers unzipped of "
                         r"250 MB; deploy a container image instead \(--image: .*\).*", line), \
