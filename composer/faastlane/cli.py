@@ -23,7 +23,8 @@ from importlib.metadata import entry_points
 
 from faastlane.asl.problem import Problem, summary
 from faastlane.compose.action import check_app, compose, prepare, shown_root, warn, write_action
-from faastlane.compose.app import WORKFLOW_FILE, load_app
+from faastlane.compose.app import WORKFLOW_FILE
+from faastlane.compose.sources import load_app
 from faastlane.deploy.commands import COMMANDS as DEPLOY_COMMANDS
 from faastlane.deploy.commands import register as register_deploy
 from faastlane.graph.commands import COMMANDS as GRAPH_COMMANDS

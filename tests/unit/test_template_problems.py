@@ -11,7 +11,8 @@ import pytest
 
 from faastlane.asl.problem import Problem
 from faastlane.compose.action import check_app
-from faastlane.compose.app import App, load_app
+from faastlane.compose.app import App
+from faastlane.compose.sources import load_app
 from faastlane.errors import AppError
 from faastlane.project.parameters import ProjectOptions
 

@@ -42,9 +42,10 @@ from faastlane.runtime.options import Options
 from faastlane.runtime.services.executions import STATE_MACHINES_FILE
 
 from . import output
-from .app import FUNCTIONS_DIR, WORKFLOW_FILE, App, load_app
+from .app import FUNCTIONS_DIR, WORKFLOW_FILE, App
 from .codegen import render
 from .plan import choose_isolation, make_options, make_plan
+from .sources import load_app
 
 RUNTIME_PACKAGE = "faastlane_runtime"
 # The JSONata engine an action that uses JSONata carries (import name, distribution).

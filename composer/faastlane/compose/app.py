@@ -20,16 +20,13 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from faastlane.asl.problem import Problem, child, did_you_mean, nearest_line
 from faastlane.errors import AppError
 from faastlane.runtime.engine.functions import LAMBDA, OPENWHISK, FunctionSpec
 
 from .relative_opens import relative_opens
-
-if TYPE_CHECKING:
-    from faastlane.project.parameters import ProjectOptions
 
 WORKFLOW_FILE = "workflow.json"
 # The workflow in YAML (as SAM projects write it), when there is no workflow.json.
@@ -121,13 +118,9 @@ class App:
     state_machines: dict[str, Any] = field(default_factory=dict)
 
 
-def load_app(path: str, options: ProjectOptions | None = None) -> App:
-    """Read an app folder, or a SAM / CloudFormation template file (``options`` say which
-    state machine, parameters and stack name); problems are collected."""
-    if os.path.isfile(path):
-        from faastlane.project.app_model import load_project  # it builds on this module
-
-        return load_project(path, options)
+def load_folder(path: str) -> App:
+    """Read an app folder; problems are collected. (``sources.load_app`` reads a
+    template too.)"""
     root = os.path.abspath(path)
     if not os.path.isdir(root):
         raise AppError(f"no app folder at {path}")

@@ -10,16 +10,25 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from faastlane.asl.problem import Problem
 from faastlane.compose.app import function_setting_problem, handler_problem
 
-from .intrinsics import Unresolved
+from .intrinsics import Resolver, Unresolved
 from .resources import Resource
 
-if TYPE_CHECKING:
-    from .template import _Reader
+
+class _Places(Protocol):
+    def place(self, pointer: str, message: str) -> Problem: ...
+
+
+class TemplateReader(Protocol):
+    """What reading a function takes from the template's reader (``template._Reader``)."""
+
+    root: str
+    resolver: Resolver
+    at: _Places
 
 # The properties read (resolved); the others (Events, Policies, ...) do not matter here.
 _READ = ("CodeUri", "Code", "InlineCode", "Handler", "Runtime", "PackageType", "Environment",
@@ -58,7 +67,7 @@ def _number(value: Any, where: str, what: str) -> Any:
     return value
 
 
-def _code_dir(reader: _Reader, resource: Resource, props: dict[str, Any],
+def _code_dir(reader: TemplateReader, resource: Resource, props: dict[str, Any],
               metadata: dict[str, Any]) -> str:
     if "InlineCode" in props or isinstance(props.get("Code"), dict) and "ZipFile" in props["Code"]:
         raise _Unusable(resource.at("InlineCode" if "InlineCode" in props else "Code"),
@@ -82,7 +91,7 @@ def _code_dir(reader: _Reader, resource: Resource, props: dict[str, Any],
     return path
 
 
-def read_function(reader: _Reader, resource: Resource, name: str,
+def read_function(reader: TemplateReader, resource: Resource, name: str,
                   metadata: dict[str, Any]) -> tuple[TemplateFunction | None, Problem | None]:
     """The function, or the problem that makes it unusable here."""
     try:
