@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import sys
-import traceback
+from collections.abc import Callable
 from typing import Any
 
 OPENWHISK, LAMBDA = "openwhisk", "lambda"
@@ -65,26 +64,19 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.pop(0)
     action_dir = os.path.abspath(args.action_dir)
     sys.path.insert(0, action_dir)
-    from faastlane_runtime.platforms.action_launcher import _report_faults, load_entry, serve
+    from faastlane_runtime.platforms.action_launcher import launch
 
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    results = os.fdopen(args.result_fd, "w", encoding="utf-8")
-    try:
-        _report_faults(action_dir)
-        entry = dispatcher(action_dir, load_entry(action_dir, args.main))
+
+    def prepare(entry: Callable[[Any], Any]) -> Callable[[Any], Any]:
         # A signal stops this process and whatever the Orchestrator started (sandboxes,
         # forked workers), as it does a local run.
         from faastlane_runtime.platforms import shutdown
-        shutdown.install()
-    except BaseException:
-        traceback.print_exc(file=sys.stderr)
-        sys.stderr.flush()
-        return 1
-    results.write(json.dumps({"ok": True}) + "\n")
-    results.flush()
-    serve(entry, sys.stdin, results)
-    return 0
 
+        shutdown.install()
+        return dispatcher(action_dir, entry)
+
+    return launch(action_dir, args.main, args.result_fd, prepare)
 
 if __name__ == "__main__":
     sys.exit(main())

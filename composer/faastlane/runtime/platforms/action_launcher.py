@@ -103,10 +103,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--main", default="main")
     parser.add_argument("--result-fd", type=int, required=True)
     args = parser.parse_args(argv)
-    results = os.fdopen(args.result_fd, "w", encoding="utf-8")
+    return launch(os.path.abspath(args.action_dir), args.main, args.result_fd)
+
+
+def launch(action_dir: str, main: str, result_fd: int,
+           prepare: Callable[[Callable[[Any], Any]], Callable[[Any], Any]] = lambda e: e
+           ) -> int:
+    """Load the action's entry (``prepare`` may wrap it), say ``ok`` on ``result_fd``,
+    then answer requests; a failed load is printed on stderr and ends with 1."""
+    results = os.fdopen(result_fd, "w", encoding="utf-8")
     try:
-        _report_faults(os.path.abspath(args.action_dir))
-        entry = load_entry(os.path.abspath(args.action_dir), args.main)
+        _report_faults(action_dir)
+        entry = prepare(load_entry(action_dir, main))
     except BaseException:
         traceback.print_exc(file=sys.stderr)
         sys.stderr.flush()
