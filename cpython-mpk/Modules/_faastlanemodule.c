@@ -10,6 +10,7 @@
 
 #include "faastlane_mpk.h"
 #include "mpk_exit.h"
+#include "mpk_guard.h"
 #include "mpk_heap.h"
 
 #include <errno.h>
@@ -777,6 +778,55 @@ faastlane_call_shared(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *
+faastlane_freeze(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"obj", "label", "code_only", NULL};
+    PyObject *op, *label = NULL;
+    int code_only = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Up:freeze", kwlist,
+                                     &op, &label, &code_only)) {
+        return NULL;
+    }
+    if (_PyMPK_Freeze(op, label, code_only) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+faastlane_frozen_count(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromSsize_t(_PyMPK_FrozenCount());
+}
+
+static PyObject *
+faastlane_register_broker(PyObject *module, PyObject *callable)
+{
+    if (!PyCallable_Check(callable)) {
+        PyErr_SetString(PyExc_TypeError, "register_broker() needs a callable");
+        return NULL;
+    }
+    if (_PyMPK_RegisterBroker(callable) < 0) {
+        return NULL;
+    }
+    return Py_NewRef(callable);     /* usable as a decorator */
+}
+
+static PyObject *
+faastlane_name_slot(PyObject *module, PyObject *args)
+{
+    int slot;
+    PyObject *name;
+    if (!PyArg_ParseTuple(args, "iU:name_slot", &slot, &name)) {
+        return NULL;
+    }
+    if (_PyMPK_NameSlot(slot, name) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 faastlane_share_allocations_of(PyObject *module, PyObject *args)
 {
     unsigned long long start, end;
@@ -875,7 +925,26 @@ static PyMethodDef faastlane_methods[] = {
      METH_FASTCALL,
      "call_shared(callable, *args)\n--\n\nCall callable(*args) with this "
      "thread allocating in the shared heap, while it stays inside its domain "
-     "(and can read the domain's objects): how a result is promoted."},
+     "(and can read the domain's objects): how a result is promoted.  Sealed "
+     "code may call only callables registered with register_broker(), and any "
+     "private function or generator that starts running inside one ends the "
+     "shared allocation (SharedWriteError for an unregistered callable)."},
+    {"freeze", (PyCFunction)(void (*)(void))faastlane_freeze,
+     METH_VARARGS | METH_KEYWORDS,
+     "freeze(obj, label=None, code_only=False)\n--\n\nMake a shared object "
+     "read-only to sealed function code: its items (dict, list, set) and "
+     "attributes; with code_only (a module's namespace dict) only the stores "
+     "that bind or unbind a callable.  label names it in SharedWriteError.  "
+     "Refused to sealed code; kept alive for good."},
+    {"frozen_count", faastlane_frozen_count, METH_NOARGS,
+     "frozen_count()\n--\n\nHow many objects are frozen."},
+    {"register_broker", faastlane_register_broker, METH_O,
+     "register_broker(callable)\n--\n\nLet sealed code pass callable to "
+     "call_shared (a runtime operation).  Refused to sealed code.  Returns "
+     "callable."},
+    {"name_slot", faastlane_name_slot, METH_VARARGS,
+     "name_slot(slot, name)\n--\n\nThe function name SharedWriteError gives "
+     "for sealed code of slot.  Refused to sealed code."},
     {"sealed", faastlane_sealed, METH_NOARGS,
      "sealed()\n--\n\nThe slot of the domain whose function code this thread "
      "runs sealed (Domain.run_sealed, or a thread started from it), or None."},
@@ -941,7 +1010,12 @@ PyInit__faastlane(void)
         || add_exception(module, &SealedError, "_faastlane.SealedError",
                          GateError,
                          "The calling thread runs sealed function code: the "
-                         "domain API is refused to it.") < 0)
+                         "domain API is refused to it.") < 0
+        || add_exception(module, &_PyMPK_SharedWriteError,
+                         "_faastlane.SharedWriteError", SealedError,
+                         "Sealed function code tried to change shared code or "
+                         "the runtime's state, or to allocate shared through "
+                         "an operation the runtime did not register.") < 0)
     {
         goto error;
     }

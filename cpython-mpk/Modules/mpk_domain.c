@@ -542,6 +542,7 @@ _PyMPK_EnterSealed(_PyMPK_Handle h)
     _PyMPK_Status status = _PyMPK_Enter(h);   /* refused if already sealed */
     if (status == _PyMPK_OK) {
         tls_sealed_slot = h.slot;
+        _PyMPK_GuardSealed(1);
     }
     return status;
 }
@@ -557,9 +558,11 @@ _PyMPK_ExitSealed(_PyMPK_Handle h)
         return refuse(_PyMPK_ERR_NOT_ENTERED);
     }
     tls_sealed_slot = -1;
+    _PyMPK_GuardSealed(0);
     status = _PyMPK_Exit(h);
     if (status != _PyMPK_OK) {
         tls_sealed_slot = h.slot;   /* still inside: stay sealed */
+        _PyMPK_GuardSealed(1);
     }
     return status;
 }
@@ -575,6 +578,16 @@ _PyMPK_SealForLife(int slot)
 {
     tls_sealed_slot = slot < 0 ? _PyMPK_SLOT_COUNT : slot;
     tls_sealed_for_life = 1;
+    _PyMPK_GuardSealed(1);
+}
+
+_PyMPK_Status
+_PyMPK_ExitBornSealed(_PyMPK_Handle h)
+{
+    tls_sealed_slot = -1;
+    tls_sealed_for_life = 0;
+    _PyMPK_GuardSealed(0);
+    return _PyMPK_Exit(h);
 }
 
 uint32_t

@@ -3,7 +3,7 @@
  * Promotion: a function's result is made in its private heap; before the exit
  * gate the Orchestrator rebuilds it in the shared heap.  That needs a thread
  * that can still READ the domain (PKRU grants it) but ALLOCATES in the shared
- * heap: _PyMPK_CallShared detaches the thread's heap for one call.
+ * heap: _PyMPK_CallShared (mpk_guard.c) detaches the thread's heap for one call.
  *
  * Escapes: a private object that shared state still references after the
  * function returned (re's cache, a library's global list) would be read by
@@ -40,16 +40,6 @@
 #include "pycore_unicodeobject.h" // _PyUnicode_Copy()
 
 #include <string.h>
-
-PyObject *
-_PyMPK_CallShared(PyObject *callable, PyObject *const *args, Py_ssize_t nargs)
-{
-    struct _PyMPK_Heap *heap = _PyMPK_ThreadHeap;
-    _PyMPK_ThreadHeap = NULL;
-    PyObject *result = PyObject_Vectorcall(callable, args, nargs, NULL);
-    _PyMPK_ThreadHeap = heap;
-    return result;
-}
 
 static int
 shared_leaf(PyObject *v)
@@ -487,15 +477,6 @@ refuse(void)
                     "this _faastlane was built as an extension module: only the "
                     "cpython-mpk runtime has private heaps");
     return NULL;
-}
-
-PyObject *
-_PyMPK_CallShared(PyObject *callable, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)callable;
-    (void)args;
-    (void)nargs;
-    return refuse();
 }
 
 PyObject *

@@ -7,11 +7,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Call `callable(*args)` with the calling thread allocating in the shared
- * heap, even inside a domain with a private heap (which it can still read). */
-PyObject *_PyMPK_CallShared(PyObject *callable, PyObject *const *args,
-                            Py_ssize_t nargs);
-
 /* Inside a domain whose slot is [base, base + size), before the sealed exit
  * gate: `result` if it is shared; else NULL with a shared exception set
  * (error_type for a private result or a private exception of a type that

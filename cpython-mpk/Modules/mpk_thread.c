@@ -14,9 +14,14 @@
  * Why inherit rather than refuse: functions start threads (boto3's transfer
  * manager, thread pools, native libraries' workers) and nothing is gained by
  * breaking them -- the child already holds exactly the creator's PKRU, and
- * with the seal it can do no more with the domain API than its creator.  It is
- * not entered into the domain (not counted, its allocations stay shared): that
- * is MODULE.md's known limit on threads started inside a domain, unchanged.
+ * with the seal it can do no more with the domain API than its creator.
+ *
+ * Started inside a domain, the thread also *enters* it before its start
+ * routine runs and leaves it when the routine returns: it is counted (the
+ * domain cannot be destroyed under it) and it allocates in the function's
+ * private heap.  Left in the shared heap, its objects would be shared: code
+ * it compiled would be shared code, plantable where other functions run it
+ * (docs/security.md, "Shared code is read-only to function code").
  *
  * Outside sealed code the cost is one thread-local load per thread creation.
  */
@@ -41,15 +46,24 @@ typedef struct {
     void *(*start)(void *);
     void *arg;
     int slot;
+    int inside;                 /* the creator was inside `domain` */
+    _PyMPK_Handle domain;
 } sealed_start;
 
 static void *
 start_sealed(void *p)
 {
     sealed_start s = *(sealed_start *)p;
+    void *result;
     free(p);
+    /* Entered before sealing: the seal refuses the gate. */
+    int entered = s.inside && _PyMPK_Enter(s.domain) == _PyMPK_OK;
     _PyMPK_SealForLife(s.slot);
-    return s.start(s.arg);
+    result = s.start(s.arg);
+    if (entered) {
+        _PyMPK_ExitBornSealed(s.domain);
+    }
+    return result;
 }
 
 static create_fn
@@ -86,6 +100,7 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     s->start = start;
     s->arg = arg;
     s->slot = slot;
+    s->inside = _PyMPK_CurrentHandle(&s->domain);
     rc = create(thread, attr, start_sealed, s);
     if (rc != 0) {
         free(s);

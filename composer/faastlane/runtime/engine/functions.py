@@ -247,9 +247,11 @@ def module_name(spec: FunctionSpec, prefix: str = "faastlane_fn_") -> str:
 
 def own_namespace(root: str, spec: FunctionSpec, name: str) -> None:
     """Give the code of ``spec``'s function, its entry module imported as ``name``, its
-    own helper modules (``own_modules``); nothing to do for a single-file function."""
-    if spec.own_folder is not None:
-        own_modules.register(spec.name, os.path.join(root, spec.own_folder), name)
+    own helper modules (``own_modules``): those of its folder, or for a single-file
+    function those beside it in ``functions/`` -- each function its own copy, as each
+    Lambda function has its own task root."""
+    own_modules.register(spec.name, os.path.join(root, spec.own_folder or spec.search_path),
+                         name)
 
 
 def load_module(root: str, spec: FunctionSpec, name: str | None = None) -> ModuleType:

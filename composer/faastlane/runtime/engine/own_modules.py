@@ -26,9 +26,10 @@ Known limits, documented in README.md: ``importlib.import_module("utils")``,
 ``__import__`` called with foreign globals, and imports made by C code bypass the
 routing and find the folder on ``sys.path`` (each function's folder is still put there,
 as Lambda puts its task root), i.e. whichever function's ``utils`` is found first; a
-single-file function's helpers live in ``functions/`` itself, one folder, and so are
-shared by every single-file function; a function's own module sees ``__name__ ==
-"faastlane_own_NAME.utils"``.
+function's own module sees ``__name__ == "faastlane_own_NAME.utils"``. A single-file
+function's own modules are the helpers beside it in ``functions/`` (``_helper.py``):
+each single-file function gets its own copy of them too (under mpk: imported inside its
+domain, sealed -- never on the Orchestrator's thread).
 """
 
 from __future__ import annotations

@@ -89,7 +89,8 @@ PROCESS_EVENTS = frozenset({"os.fork", "os.forkpty", "os.exec", "os.posix_spawn"
 # Audit events that list or walk objects of the whole process: the data in flight
 # between functions (promoted results, inputs) is in the shared heap, and so is the
 # hardening's own state. Refused to function code.
-GC_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
+GC_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents",
+                       "sys._current_frames", "sys._current_exceptions"})
 # Audit events that install code every thread (or this one, after the function
 # returns) runs: a trace or profile function, a sys.monitoring callback. Run on the
 # Orchestrator's or another function's thread, it would act with their rights.
@@ -186,7 +187,8 @@ _SLOTS = 64  # _faastlane.SLOT_COUNT, spelled out: this module imports without i
 
 
 def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
-                       Callable[[Callable[[], int | None]], None]]:
+                       Callable[[Callable[[], int | None]], None],
+                       Callable[[int, str], None]]:
     """The per-thread function markers, reachable only through the functions returned
     (no module global holds them).
 
@@ -216,7 +218,9 @@ def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
         setattr(thread, _MARK, name)
         if current_slot:
             slot = current_slot[0]()
-            if slot is not None:
+            # Named at load, outside (name_domain): inside, the table is read-only
+            # (guard.py) and this store is made only by a domain not named yet.
+            if slot is not None and domain_names.get(slot) != name:
                 domain_names[slot] = name
         try:
             yield
@@ -227,10 +231,13 @@ def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
         if not current_slot:
             current_slot.append(slot_of_thread)
 
-    return current, scope, follow_domains
+    def name(slot: int, function: str) -> None:
+        domain_names[slot] = function
+
+    return current, scope, follow_domains, name
 
 
-_current_function, _function_scope, _follow_domains = _scopes()
+_current_function, _function_scope, _follow_domains, _name_domain = _scopes()
 _slot_reader: list[Callable[[], int | None]] = []
 
 
@@ -242,6 +249,12 @@ def current_function() -> str | None:
     """The function the calling thread is running, if any: the innermost
     :func:`function_scope`, else the function seen in the domain the thread is in."""
     return _current_function()
+
+
+def name_domain(slot: int, function: str) -> None:
+    """Name the function whose code runs in domain ``slot`` (outside domains, before it
+    runs): :func:`current_function` answers it for code inside."""
+    _name_domain(slot, function)
 
 
 def function_scope(name: str) -> Any:

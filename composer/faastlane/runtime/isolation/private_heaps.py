@@ -68,7 +68,7 @@ from ..engine.functions import (
 from ..engine.lambda_context import LambdaContext
 from ..engine.own_modules import package_name
 from ..engine.threads import POOL
-from . import domains, hardening, library_caches, module_instances, shared_registries
+from . import domains, guard, hardening, library_caches, module_instances, shared_registries
 from .source_nodes import source_nodes
 
 ISOLATION_ERROR = "Faastlane.IsolationError"
@@ -148,10 +148,15 @@ class DomainFunction:
         start = time.perf_counter()
         # Sealed: the function's code cannot leave its domain or enter another.
         try:
-            result, error = self.domain.run_sealed(_run_inside, self, event,
-                                                   timeout_seconds, check)
+            result, error, escaped = self.domain.run_sealed(_run_inside, self, event,
+                                                            timeout_seconds, check)
         finally:
             current.view, current.context = outer
+        if escaped is not None:
+            refusal = _record_escape(self, escaped)
+            # A write the guard refused names what the function tried: it stays the error.
+            if refusal is not None and (error is None or error.error != ISOLATION_ERROR):
+                error, result = refusal, None
         elapsed = time.perf_counter() - start
         if check:
             self.checked_seconds, self.unchecked_seconds = elapsed, 0.0
@@ -168,6 +173,7 @@ def call_shared(function: Callable[..., Any], *args: Any) -> Any:
     return native.call_shared(function, *args)
 
 
+@guard.broker
 def _promote(value: Any) -> Any:
     """A copy of a JSON value built by the calling thread's allocator (under
     ``call_shared``: the shared heap), checked as Lambda's encoder checks a result.
@@ -187,8 +193,10 @@ def _promote(value: Any) -> Any:
 
 
 def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None,
-                check_escapes: bool) -> tuple[Any, StatesError | None]:
-    """Everything between the gates. Returns only shared objects; keeps no private one."""
+                check_escapes: bool) -> tuple[Any, StatesError | None, str | None]:
+    """Everything between the gates. Returns only shared objects -- the result, the
+    error, and what escaped (the caller records it, outside: the function's record is
+    read-only in here) -- and keeps no private one."""
     error: StatesError | None = None
     result: Any = None
     try:
@@ -203,21 +211,32 @@ def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None,
         # Every exit: a private entry left in a shared cache is read by the next caller
         # of any function (an lru_cache's next call appends after its newest link).
         _purge_caches(fn, fn.domain.holders_among(_KNOWN_CACHES))
-    if check_escapes and last_out:
-        escaped = _escapes(fn)
-        if escaped and fn.keep_escapes:
-            fn.baseline = call_shared(list, fn.domain.shared_referrers())
-            sys.stderr.write(call_shared(str.__add__, f"[faastlane] {fn.spec.name}: kept "
-                                                      "(kept_escapes): ", escaped) + "\n")
-        elif escaped:
-            fn.escaped = call_shared(_promote, escaped)
-            error = call_shared(IsolationError, fn.spec.name, fn.escaped)
-            result = None
-    return call_shared(_pair, result, error)  # the pair crosses the exit gate: shared
+    escaped = _escapes(fn) if check_escapes and last_out else None
+    # What crosses the exit gate is shared.
+    return call_shared(_outcome, result, error, escaped)
 
 
-def _pair(result: Any, error: StatesError | None) -> tuple[Any, StatesError | None]:
-    return result, error
+@guard.broker
+def _outcome(result: Any, error: StatesError | None,
+             escaped: str | None) -> tuple[Any, StatesError | None, str | None]:
+    return result, error, None if escaped is None else _promote(escaped)
+
+
+def _record_escape(fn: DomainFunction, escaped: str) -> StatesError | None:
+    """Outside the domain: keep (report) or refuse what escaped; the error, if any."""
+    if fn.keep_escapes:
+        fn.baseline = list(fn.domain.shared_referrers())
+        sys.stderr.write(f"[faastlane] {fn.spec.name}: kept (kept_escapes): {escaped}\n")
+        return None
+    fn.escaped = escaped
+    return IsolationError(fn.spec.name, escaped)
+
+
+@guard.broker
+def _holders_left(fn: DomainFunction) -> list[Any]:
+    """The shared holders of the function's objects that are not expected, as a shared
+    list (its module set-up's baseline)."""
+    return list(_unexpected(fn, fn.domain.shared_referrers()))
 
 
 def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | None) -> Any:
@@ -235,8 +254,11 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
         return call_shared(_promote, result)
     except StatesError:
         raise
+    except guard.SharedWriteError as exc:
+        # Shared code, or the runtime's state, written by function code: refused.
+        raise IsolationError(fn.spec.name, str(exc)) from None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code
-        raise call_shared(failure, fn.spec.name, exc, context.aws_request_id) from None
+        raise call_shared(_failure, fn.spec.name, exc, context.aws_request_id) from None
     finally:
         lambda_env.CURRENT.context = None  # no private object left in the thread's state
 
@@ -248,6 +270,7 @@ def _private_copy(event: Any) -> Any:
     return copy_event(event)
 
 
+@guard.broker
 def _copy_error(exc: StatesError) -> StatesError:
     """A shared copy (strings too, without __context__) of a possibly private error."""
     return StatesError(_promote(exc.error), _promote(exc.cause))
@@ -400,6 +423,8 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
     fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True),
                         keep_escapes=keep_escapes, environment=environment_of(root, spec))
     fault_reports.announce(fn.domain.slot, fn.domain.key, spec.name)
+    guard.name_slot(fn.domain.slot, spec.name)
+    hardening.name_domain(fn.domain.slot, spec.name)
     name = module_name(spec, MODULE_PREFIX)
     fn.own_names = _own_names(root, spec)
     # Outside the domain: the routing tables of its own modules are shared.
@@ -417,6 +442,10 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
         # The failed import may have left private modules in sys.modules: keep the
         # domain (destroying it would leave those pointers dangling).
         raise error
+    # From here on its records, shared code and this runtime's state are read-only to
+    # every function's code (guard.py).
+    guard.freeze((fn, fn.holder, fn.domain), f"the runtime's record of {spec.name!r}")
+    guard.freeze_shared_state()
     return fn
 
 
@@ -462,7 +491,7 @@ def _load_inside(root: str, fn: DomainFunction, name: str) -> StatesError | None
     if holders:
         _purge_caches(fn, holders)
         gc.collect(0)
-        fn.baseline = call_shared(list, _unexpected(fn, fn.domain.shared_referrers()))
+        fn.baseline = call_shared(_holders_left, fn)
     if fn.baseline:
         kinds = call_shared(_kinds, fn.baseline)
         sys.stderr.write(f"[faastlane] {fn.spec.name}: module set-up left {kinds} pointing "
@@ -470,6 +499,7 @@ def _load_inside(root: str, fn: DomainFunction, name: str) -> StatesError | None
     return None
 
 
+@guard.broker
 def _kinds(holders: list[Any]) -> str:
     counts: dict[str, int] = {}
     for holder in holders:
@@ -489,6 +519,7 @@ def _check_runtime() -> None:
     domains.keys_enabled()
 
 
+@guard.broker
 def _private_module_names(domain: domains.ProtectionDomain) -> frozenset[str]:
     return frozenset(_promote(name) for name, module in domain.visible_items(sys.modules)
                      if domain.contains(id(module)))
@@ -574,6 +605,8 @@ def _find_caches() -> None:
 
 
 _running = threading.local()  # .own, .fn: the function on this thread, its own_names
+# A function's failure, made into its ASL error: a runtime operation.
+_failure = guard.broker(failure)
 
 
 def _function_instances() -> dict[str, Any] | None:
@@ -586,11 +619,14 @@ def _function_instances() -> dict[str, Any] | None:
 
 
 def _own_files(root: str, spec: FunctionSpec) -> list[str]:
-    """The function's own source files: its module, or its whole folder."""
+    """The function's own source files: its whole folder, or for a single-file function
+    its module and the helper modules beside it (``functions/_helper.py``: its own copy,
+    engine.own_modules)."""
     search = os.path.join(root, spec.search_path)
     own_dir = os.path.dirname(os.path.join(root, spec.module_file))
     if os.path.normpath(own_dir) == os.path.normpath(search):
-        return [os.path.join(root, spec.module_file)]
+        return [os.path.join(search, f) for f in sorted(os.listdir(search))
+                if f.endswith(".py")]
     return [os.path.join(d, f) for d, _, names in os.walk(own_dir) for f in names
             if f.endswith(".py")]
 
@@ -602,8 +638,7 @@ def _own_names(root: str, spec: FunctionSpec) -> frozenset[str]:
     for path in _own_files(root, spec):
         relative = os.path.relpath(path, search).split(os.sep)
         names.add(relative[0] if len(relative) > 1 else os.path.splitext(relative[0])[0])
-    if spec.own_folder is not None:
-        names.add(package_name(spec.name))  # engine.own_modules: its modules' package
+    names.add(package_name(spec.name))  # engine.own_modules: its modules' package
     return frozenset(names)
 
 
@@ -612,7 +647,9 @@ def _import_dependencies(root: str, spec: FunctionSpec) -> None:
     search = os.path.join(root, spec.search_path)
     if search not in sys.path:
         sys.path.insert(0, search)
-    pkgutil.get_importer(search)  # its finder, cached shared in sys.path_importer_cache
+    finder = pkgutil.get_importer(search)  # cached shared in sys.path_importer_cache
+    if finder is not None:  # and its listing of the folder (a single file's helpers)
+        finder.find_spec("__faastlane_warm__")
     if spec.own_folder is not None:
         # And those of its own packages' folders (engine.own_modules imports them).
         for folder, subfolders, _ in os.walk(os.path.join(root, spec.own_folder)):

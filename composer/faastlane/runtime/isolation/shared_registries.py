@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from . import domains
+from . import domains, guard
 
 # The top-level module names of the function running on the calling thread (imported
 # inside its domain), or None.
@@ -68,9 +68,12 @@ def _find_and_load_shared(find_and_load: Callable[..., Any],
     function's own: a library imported lazily inside a function serves every function."""
     native = domains.native_module()
 
+    @guard.broker
     def load_shared(name: str, import_: Any) -> Any:
         # The name becomes sys.modules' key: intern it, a shared copy (patch 0005).
-        return find_and_load(sys.intern(name), import_)
+        module = find_and_load(sys.intern(name), import_)
+        guard.freeze_new_modules()  # what it imported is shared code from now on
+        return module
 
     def find_and_load_shared(name: str, import_: Any) -> Any:
         own = own_names()
@@ -87,6 +90,7 @@ def _shared_flag_missing(missing: Callable[[type, int], Any]) -> Callable[[type,
     keyed by a shared copy of the value, which the caller may have made privately."""
     native = domains.native_module()
 
+    @guard.broker
     def make(cls: type, value: int) -> Any:
         try:
             value = native.promote_json(value)  # an exact int: copied if private
@@ -102,6 +106,7 @@ def _shared_flag_missing(missing: Callable[[type, int], Any]) -> Callable[[type,
 
 def _shared_method(method: Callable[..., Any]) -> Callable[..., Any]:
     native = domains.native_module()
+    guard.broker(method)
 
     def shared(*args: Any) -> Any:
         return native.call_shared(method, *args)

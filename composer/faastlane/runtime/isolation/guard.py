@@ -1,0 +1,212 @@
+"""Shared code is read-only to function code (cpython-mpk patch 0014, ``mpk_guard.c``).
+
+Under ``--isolation mpk`` every function runs as a thread of one process, and the object
+graph is shared: a function that could rebind ``json.dumps``, a global of this runtime or
+an attribute of a shared class would have its code run by the next function's thread,
+inside that function's domain. The patched CPython refuses, to a thread running sealed
+function code, every store into a shared module, function, class or cell and into any
+object frozen here, with ``_faastlane.SharedWriteError`` naming the function; and
+function code cannot make shared objects at all except through the operations this
+runtime registers (:func:`broker`), during which any private code that starts running
+ends the shared allocation.
+
+What is frozen (:func:`freeze_shared_state`, outside every domain, after each function
+loads): the namespace of every shared module, ``sys.path`` and the import hooks, and this
+runtime's own state -- the containers its modules hold (the hardening's policy among
+them), the instances of its classes they hold, and what its closures keep. Per-thread
+state (``threading.local``), threads and locks are not: the runtime writes them on the
+function's own thread. ``sys.modules`` is not either: a function's own modules are
+registered there from inside its domain; an entry function code replaces can only be one
+of its own private objects (any other reader faults) or a module that is already shared.
+
+Standard library only: this ships inside composed actions.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from types import FunctionType, ModuleType
+from typing import Any, TypeVar
+
+from . import domains
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _SharedWriteError(RuntimeError):
+    """Stands in for ``_faastlane.SharedWriteError`` on runtimes without the guard."""
+
+
+try:
+    import _faastlane
+
+    SharedWriteError: type[Exception] = getattr(_faastlane, "SharedWriteError",
+                                               _SharedWriteError)
+except ImportError:
+    SharedWriteError = _SharedWriteError
+
+RUNTIME_PACKAGE = __name__.rpartition(".isolation.")[0]
+SHARED_WRITE_ERROR = "SharedWriteError"
+# The import system's lists: a path entry or finder a function added would decide what
+# every later import finds.
+_IMPORT_STATE = ("path", "meta_path", "path_hooks")
+# Written by the runtime on a function's own thread, or per thread by design.
+_NEVER_FROZEN = (threading.local, threading.Thread, type(threading.Lock()),
+                 type(threading.RLock()), threading.Condition, threading.Event)
+
+_frozen_modules: set[int] = set()
+
+
+def _native() -> ModuleType | None:
+    try:
+        native = domains.native_module()
+    except domains.IsolationUnavailableError:
+        return None
+    return native if hasattr(native, "freeze") else None
+
+
+def broker(function: F) -> F:
+    """Register ``function`` as an operation sealed code may run through
+    ``call_shared`` (a decorator; a no-op without the patched runtime). Only runtime
+    functions whose work is copying or registering data belong here."""
+    native = _native()
+    if native is not None:
+        native.register_broker(function)
+    return function
+
+
+def name_slot(slot: int, function: str) -> None:
+    """The name refusals give for code of ``slot`` (call outside domains)."""
+    native = _native()
+    if native is not None:
+        native.name_slot(slot, sys.intern(function))
+
+
+def freeze_shared_state() -> int:
+    """Freeze what is shared and not yet frozen; returns how many objects are frozen."""
+    native = _native()
+    if native is None:
+        return 0
+    freeze_new_modules()
+    for attribute in _IMPORT_STATE:
+        native.freeze(getattr(sys, attribute), f"sys.{attribute}")
+    seen: set[int] = set()
+    for name, module in native.shared_items(sys.modules):
+        if name == RUNTIME_PACKAGE or name.startswith(RUNTIME_PACKAGE + "."):
+            label = f"the runtime's state ({name})"
+            for value in list(vars(module).values()):
+                _freeze_global(native, value, label, seen)
+    return int(native.frozen_count())
+
+
+def freeze_new_modules() -> None:
+    """Freeze the namespaces of shared modules not seen before: in full for this
+    runtime's modules and ``sys``, elsewhere where they bind code (a module's flags and
+    counters stay writable: libraries set them lazily from whatever thread calls them).
+    """
+    native = _native()
+    if native is None:
+        return
+    # Entries holding a function's own (private) module are skipped unread.
+    for name, module in native.shared_items(sys.modules):
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is not dict or id(namespace) in _frozen_modules:
+            continue
+        if native.slot_of(id(namespace)) is not None:
+            continue  # a function's own module, in its heap: its own to change
+        if name.startswith("faastlane_own_"):
+            continue  # a function's package of own modules: they register there
+        _frozen_modules.add(id(namespace))
+        whole = name == "sys" or name == RUNTIME_PACKAGE or \
+            name.startswith(RUNTIME_PACKAGE + ".")
+        native.freeze(namespace, f"the namespace of module {name!r}", code_only=not whole)
+
+
+def freeze(objects: Iterable[Any], label: str) -> None:
+    """Freeze particular shared objects (a function's records, once it has loaded)."""
+    native = _native()
+    if native is None:
+        return
+    seen: set[int] = set()
+    for value in objects:
+        if _is_container(value):
+            _freeze_container(native, value, label, seen)
+        else:
+            _freeze_instance(native, value, label, seen, _INSTANCE_DEPTH)
+
+
+_INSTANCE_DEPTH = 2
+
+
+def _ours(value: Any) -> bool:
+    """An object of a class this runtime defines (not a thread-local, lock or thread)."""
+    module = getattr(type(value), "__module__", "") or ""
+    return (module == RUNTIME_PACKAGE or module.startswith(RUNTIME_PACKAGE + ".")) and \
+        not isinstance(value, _NEVER_FROZEN) and not isinstance(value, type)
+
+
+def _is_container(value: Any) -> bool:
+    return type(value) in (dict, list, set)
+
+
+def _freeze_global(native: ModuleType, value: Any, label: str, seen: set[int]) -> None:
+    """A global of one of the runtime's modules: its containers, the instances of its
+    classes, what its closures keep, its classes' own tables. Not what those hold
+    beyond that: a runtime list of library caches (re's) holds the libraries' state,
+    which functions write as they call the libraries."""
+    if _is_container(value):
+        _freeze_container(native, value, label, seen)
+    elif type(value) is FunctionType and _ours_name(value.__module__):
+        for cell in value.__closure__ or ():
+            try:
+                contents = cell.cell_contents
+            except ValueError:
+                continue  # an empty cell
+            if _is_container(contents):
+                _freeze_container(native, contents, label, seen)
+            elif _ours(contents):
+                _freeze_instance(native, contents, label, seen, _INSTANCE_DEPTH)
+    elif isinstance(value, type) and _ours_name(value.__module__):
+        for item in list(vars(value).values()):
+            if _is_container(item):
+                _freeze_container(native, item, label, seen)
+    elif _ours(value):
+        _freeze_instance(native, value, label, seen, _INSTANCE_DEPTH)
+
+
+def _ours_name(module: str | None) -> bool:
+    return bool(module) and (module == RUNTIME_PACKAGE or
+                             module.startswith(RUNTIME_PACKAGE + "."))  # type: ignore
+
+
+def _freeze_container(native: ModuleType, value: Any, label: str, seen: set[int]) -> None:
+    if id(value) in seen or native.slot_of(id(value)) is not None:
+        return
+    seen.add(id(value))
+    native.freeze(value, label)
+    for item in list(value.values() if type(value) is dict else value):
+        if _ours(item):
+            _freeze_instance(native, item, label, seen, _INSTANCE_DEPTH)
+
+
+def _freeze_instance(native: ModuleType, value: Any, label: str, seen: set[int],
+                     depth: int) -> None:
+    """An instance of a runtime class: its attributes, and the containers and runtime
+    instances they are (the hardening's policy and its verdicts)."""
+    if depth <= 0 or id(value) in seen or native.slot_of(id(value)) is not None:
+        return
+    seen.add(id(value))
+    native.freeze(value, label)
+    namespace = getattr(value, "__dict__", None)
+    if type(namespace) is not dict:
+        return
+    native.freeze(namespace, label)
+    for item in list(namespace.values()):
+        if _is_container(item) and id(item) not in seen and \
+                native.slot_of(id(item)) is None:
+            seen.add(id(item))
+            native.freeze(item, label)
+        elif _ours(item):
+            _freeze_instance(native, item, label, seen, depth - 1)
