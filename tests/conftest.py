@@ -37,6 +37,14 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "integration", "docker", "qemu", "build")
 
+# The tests that run natively check the no-keys implementation of ``_faastlane`` (the same
+# slots, heaps, seals and guard, nothing enforced by hardware): protection-key faults are
+# the QEMU tests' part, which set FAASTLANE_MPK=on in the guest. A host CPU with ``pku``
+# would otherwise turn the native tests into key tests on some machines and not others.
+# Set before anything imports ``_faastlane`` (it reads the variable once, at first use);
+# FAASTLANE_MPK=auto in the environment runs the native tiers with the host's keys.
+os.environ.setdefault("FAASTLANE_MPK", "off")
+
 # Fixtures whose use puts a test in a tier (their whole closure counts, so a fixture
 # built on ``runtime_image`` pulls its tests into ``docker`` too).
 DOCKER_FIXTURES = frozenset({"runtime_image", "containers", "image_containers",

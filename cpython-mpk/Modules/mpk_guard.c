@@ -27,6 +27,7 @@ PyObject *_PyMPK_SharedWriteError;
 #ifdef Py_BUILD_CORE_BUILTIN
 
 #include "pycore_mpk_guard.h"
+#include "pycore_typeobject.h"     // _PyType_GetDict()
 
 #define SIGNAL_SAFE_TLS __attribute__((tls_model("initial-exec")))
 
@@ -208,6 +209,28 @@ _PyMPK_GuardFrozen(PyObject *op, int kind, PyObject *name)
     return refuse(op, kind, name);
 }
 
+/* Whether a value a name is bound to is code: anything callable, and any
+ * descriptor (a property or classmethod runs its function on access). */
+static int
+binds_code(PyObject *value)
+{
+    return value != NULL
+           && (PyCallable_Check(value) || Py_TYPE(value)->tp_descr_get != NULL);
+}
+
+/* Whether `key` is bound to code in `dict` now; -1 with an exception set. */
+static int
+bound_to_code(PyObject *dict, PyObject *key)
+{
+    PyObject *old;
+    if (dict == NULL || PyDict_GetItemRef(dict, key, &old) < 0) {
+        return dict == NULL ? 0 : -1;
+    }
+    int code = binds_code(old);
+    Py_XDECREF(old);
+    return code;
+}
+
 int
 _PyMPK_GuardFrozenItem(PyObject *dict, PyObject *key, PyObject *value)
 {
@@ -218,20 +241,27 @@ _PyMPK_GuardFrozenItem(PyObject *dict, PyObject *key, PyObject *value)
     if (e == NULL) {
         return 0;
     }
-    if (!e->code_only || key == NULL
-        || (value != NULL && PyCallable_Check(value)))
-    {
+    if (!e->code_only || key == NULL || binds_code(value)) {
         return refuse(dict, _PyMPK_STORE_ITEM, key);
     }
     /* A namespace: rebinding or deleting a function, class or other callable
      * is planting code; a flag or a counter a library keeps is not. */
-    PyObject *old;
-    if (PyDict_GetItemRef(dict, key, &old) < 0) {
-        return -1;
+    int code = bound_to_code(dict, key);
+    return code == 0 ? 0 : code < 0 ? -1 : refuse(dict, _PyMPK_STORE_ITEM, key);
+}
+
+int
+_PyMPK_GuardTypeAttr(PyObject *type, PyObject *name, PyObject *value)
+{
+    if (_PyMPK_Owns(type)) {
+        return 0;
     }
-    int binds_code = old != NULL && PyCallable_Check(old);
-    Py_XDECREF(old);
-    return binds_code ? refuse(dict, _PyMPK_STORE_ITEM, key) : 0;
+    if (binds_code(value)) {
+        return refuse(type, _PyMPK_STORE_ATTR, name);
+    }
+    /* The class's own namespace (not its bases'): what this store replaces. */
+    int code = bound_to_code(_PyType_GetDict((PyTypeObject *)type), name);
+    return code == 0 ? 0 : code < 0 ? -1 : refuse(type, _PyMPK_STORE_ATTR, name);
 }
 
 int

@@ -29,6 +29,7 @@ import os, sys, threading
 import _faastlane
 from faastlane.runtime.isolation import hardening
 from faastlane.runtime.isolation.hardening import IsolationViolation, function_scope
+SHARED_WRITE_ERROR = _faastlane.SharedWriteError  # the write guard's refusal (patch 0014)
 HARDEN = sys.argv[1] == "hardened"
 if HARDEN:
     hardening.activate(libraries_ffi=True)
@@ -41,6 +42,8 @@ def attempt(label, action):
         result = action()
     except IsolationViolation as exc:
         print(label, "REFUSED", exc, flush=True)
+    except SHARED_WRITE_ERROR as exc:
+        print(label, "GUARDED", exc, flush=True)
     except OSError as exc:
         print(label, "OSERROR", exc.errno, flush=True)
     else:
@@ -379,13 +382,16 @@ attempt("orchestrator", lambda: find()["promoted"])
 
 
 def test_function_code_cannot_walk_the_object_graph() -> None:
-    """Data in flight is shared (class 3): function code cannot list it through gc,
-    not even allocating shared (call_shared); the Orchestrator can."""
+    """Data in flight is shared (class 3): function code cannot list it through gc, nor
+    allocate shared to run gc's walk (call_shared runs only the runtime's registered
+    operations for sealed code); the Orchestrator can."""
     out = lines(run(IN_FLIGHT, "hardened"))
-    for label, event in (("get_objects", "gc.get_objects"), ("call_shared", "gc.get_objects"),
+    for label, event in (("get_objects", "gc.get_objects"),
                          ("get_referrers", "gc.get_referrers")):
         assert out[label] == (f"REFUSED function 'snoop': walking the object graph ({event}) "
                               "refused (mpk isolation)"), (label, out)
+    assert out["call_shared"].startswith("GUARDED function '") and \
+        "may not call_shared(<built-in function get_objects>)" in out["call_shared"], out
     assert out["collect"] == "DONE True"
     assert out["orchestrator"] == "DONE TOP-SECRET-4242017-of-victim"
     control = lines(run(IN_FLIGHT, "none"))

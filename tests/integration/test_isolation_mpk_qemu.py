@@ -19,6 +19,7 @@ import pytest
 from . import https_server
 from .apps import ROOT
 from .examples import EXAMPLES
+from .guard_apps import SECRET, frames_app, helper_app, planting_app
 from .mpk_apps import (
     BREAKOUT,
     CTYPES_PEEK,
@@ -97,6 +98,20 @@ def _https_cases(tmp: Path, action: Path) -> list[dict[str, Any]]:
             {"name": "https", "argv": _run(action)}]
 
 
+def _guard_cases(tmp: Path) -> list[dict[str, Any]]:
+    """Issue 17's Python-level attacks (guard_apps.py), each under mpk and, as the
+    control, under none."""
+    cases = []
+    for name, make in (("plant", planting_app), ("frames", frames_app),
+                       ("helper", helper_app)):
+        folder = make(tmp / f"guard-{name}")
+        for isolation in ("mpk", "none"):
+            action = _compose(folder, tmp / f"guard-{name}-{isolation}", isolation)
+            cases.append({"name": f"guard-{name}-{isolation}",
+                          "argv": _run(action, "--input", "{}")})
+    return cases
+
+
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """Every case's ``{"code", "stdout", "stderr"}``, from one QEMU boot."""
@@ -119,6 +134,7 @@ def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]
         {"name": "escape", "argv": _run(app("escape", ESCAPE))},
         {"name": "fail-then-clean", "argv": _run(app("fail", FAIL_THEN_CLEAN))},
         *_https_cases(tmp, app("https", TWO_HTTPS)),
+        *_guard_cases(tmp),
         *_example_cases(tmp),
     ]
     cases_file = tmp / "cases.json"
@@ -241,3 +257,33 @@ def test_each_example_gives_the_same_output_under_keys(
     if example == "ml-predict":
         keys, shared = ({k: out[k] for k in expected} for out in (keys, shared))
     assert keys == shared == expected
+
+
+def test_planting_shared_code_is_refused_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    """Class 1: a wrapper of json.dumps planted by Thief would run in Victim's domain
+    and keep its secret; refused, naming Thief (the control steals it under none)."""
+    assert SECRET in _output(guest, "guard-plant-none")["r2"]["stolen"]
+    out = _output(guest, "guard-plant-mpk", code=1)
+    assert out["Error"] == "Faastlane.IsolationError", out
+    assert "function 'Thief' may not change 'dumps' in the namespace of module 'json'" \
+        in out["Cause"], out
+
+
+def test_frames_and_other_threads_are_out_of_reach_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    """Class 3: what frames below the function and other threads' frames reach holds the
+    data in flight (the control finds the secret there under none)."""
+    assert _output(guest, "guard-frames-none")["thief"]["stolen"]
+    assert _output(guest, "guard-frames-mpk")["thief"]["stolen"] == [
+        "refused: IsolationViolation"]
+
+
+def test_a_helper_module_runs_sealed_in_its_function_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    """Class 2: functions/_helper.py's body runs sealed in User's domain: the domain
+    API is refused to it (the control, under none: unsealed, it is not)."""
+    keys = _output(guest, "guard-helper-mpk")["r1"]
+    assert keys["sealed"] is True, keys
+    assert keys["domains"].startswith("SealedError: cannot list the live domains"), keys
+    assert _output(guest, "guard-helper-none")["r1"]["sealed"] is False

@@ -95,11 +95,22 @@ def domain_with_secret(note: Note, label: str = "a") -> tuple[_faastlane.Domain,
 
 
 def detection_reports_availability_and_reason(note: Note) -> None:
-    note("available", _faastlane.available())
-    note("reason", _faastlane.unavailable_reason())
-    note("implementation", _faastlane.implementation())
-    note("has_read_pkru", hasattr(_faastlane, "read_pkru"))
-    note("restore_thread_pkru", _faastlane.restore_thread_pkru())
+    # The host's own detection (FAASTLANE_MPK=auto), whatever the probe run selected.
+    code = (
+        "import _faastlane as f, json; "
+        "print(json.dumps([f.available(), f.unavailable_reason(), f.implementation(), "
+        "hasattr(f, 'read_pkru'), f.restore_thread_pkru()]))"
+    )
+    env = dict(os.environ, FAASTLANE_MPK="auto")
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
+    ).stdout
+    available, reason, implementation, has_read_pkru, restored = json.loads(out)
+    note("available", available)
+    note("reason", reason)
+    note("implementation", implementation)
+    note("has_read_pkru", has_read_pkru)
+    note("restore_thread_pkru", restored)
 
 
 def keys_off_setting_selects_no_keys_implementation(note: Note) -> None:

@@ -466,6 +466,11 @@ def trust_numpy_ctypes() -> bool:
     helper = getattr(internal, "_ctypes", None)
     if not isinstance(helper, type):
         return False
+    # ``shape_as``/``strides`` keep the ctypes integer type in an attribute of a shared
+    # function on first use: made here, outside functions, where it may be (guard.py).
+    intp = getattr(internal, "_getintp_ctype", None)
+    if callable(intp):
+        intp()
     codes = []
     for name in ("__init__", "shape_as", "strides_as", "data"):
         member = helper.__dict__.get(name)
