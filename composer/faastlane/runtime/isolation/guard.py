@@ -56,6 +56,12 @@ _IMPORT_STATE = ("path", "meta_path", "path_hooks")
 _NEVER_FROZEN = (threading.local, threading.Thread, type(threading.Lock()),
                  type(threading.RLock()), threading.Condition, threading.Event)
 
+# Namespaces whose code the standard library itself rebinds while any function calls it:
+# ``warnings.catch_warnings`` swaps ``showwarning`` and ``_showwarnmsg_impl`` in and
+# out (scikit-learn, numpy use it per call). What function code can bind there is its
+# own private function (any other caller faults) or a callable that already exists.
+UNFROZEN_NAMESPACES = frozenset({"warnings"})
+
 _frozen_modules: set[int] = set()
 
 
@@ -116,7 +122,7 @@ def freeze_new_modules() -> None:
             continue
         if native.slot_of(id(namespace)) is not None:
             continue  # a function's own module, in its heap: its own to change
-        if name.startswith("faastlane_own_"):
+        if name.startswith("faastlane_own_") or name in UNFROZEN_NAMESPACES:
             continue  # a function's package of own modules: they register there
         _frozen_modules.add(id(namespace))
         whole = name == "sys" or name == RUNTIME_PACKAGE or \
