@@ -72,10 +72,14 @@ def test_each_function_imports_its_own_helper_modules_mpk(tmp_path: Path) -> Non
 
 
 # Both functions wait for each other inside their invocations (threads of one process,
-# --threads-only), then read the environment: each must see its own.
+# --threads-only), then read the environment: each must see its own. Each function has
+# its own copy of a helper beside it (as each Lambda function has its own task root), so
+# the two copies meet on one barrier kept in sys.modules.
 RENDEZVOUS = '''
-import threading
-BARRIER = threading.Barrier(2, timeout=20)
+import sys, threading, types
+BARRIER = sys.modules.setdefault(
+    "faastlane_test_rendezvous",
+    types.SimpleNamespace(barrier=threading.Barrier(2, timeout=20))).barrier
 '''
 
 ENV_FUNCTION = '''
