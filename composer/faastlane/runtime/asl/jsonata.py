@@ -192,20 +192,22 @@ def _plain(value: Any) -> Any:
     containers copied, iteratively (an argument may be as deep as the input)."""
     null = _engine().Utils.NULL_VALUE
     root = [value]
-    stack: list[tuple[Any, Any]] = [(root, 0)]
+    stack: list[Any] = [root]  # copies whose slots still hold JSONata's values
     while stack:
-        holder, slot = stack.pop()
-        item = holder[slot]
-        if isinstance(item, float) and item.is_integer():
-            holder[slot] = int(item)
-        elif item is null:
-            holder[slot] = None
-        elif isinstance(item, list):
-            holder[slot] = copy = list(item)
-            stack.extend((copy, index) for index in range(len(copy)))
-        elif isinstance(item, dict):
-            holder[slot] = copy = dict(item)
-            stack.extend((copy, key) for key in copy)
+        node = stack.pop()
+        # Assigning to existing keys while iterating is safe: the dict's size stays.
+        for slot, item in (node.items() if type(node) is dict else enumerate(node)):
+            if isinstance(item, float):
+                if item.is_integer():
+                    node[slot] = int(item)
+            elif item is null:
+                node[slot] = None
+            elif isinstance(item, list):
+                node[slot] = copy = list(item)
+                stack.append(copy)
+            elif isinstance(item, dict):
+                node[slot] = copy = dict(item)
+                stack.append(copy)
     return root[0]
 
 
