@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from . import intrinsics
 from .errors import QUERY_EVALUATION_ERROR, StatesError
+from .jsonvalue import integral_floats_as_ints
 
 OPEN, CLOSE = "{%", "%}"
 
@@ -188,27 +189,8 @@ def _nulls_as_none(value: Any, null: Any) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    """A JSONata value as plain JSON data: integral floats as int, null as None;
-    containers copied, iteratively (an argument may be as deep as the input)."""
-    null = _engine().Utils.NULL_VALUE
-    root = [value]
-    stack: list[Any] = [root]  # copies whose slots still hold JSONata's values
-    while stack:
-        node = stack.pop()
-        # Assigning to existing keys while iterating is safe: the dict's size stays.
-        for slot, item in (node.items() if type(node) is dict else enumerate(node)):
-            if isinstance(item, float):
-                if item.is_integer():
-                    node[slot] = int(item)
-            elif item is null:
-                node[slot] = None
-            elif isinstance(item, list):
-                node[slot] = copy = list(item)
-                stack.append(copy)
-            elif isinstance(item, dict):
-                node[slot] = copy = dict(item)
-                stack.append(copy)
-    return root[0]
+    """A JSONata value as plain JSON data: integral floats as int, null as None."""
+    return integral_floats_as_ints(value, _engine().Utils.NULL_VALUE)
 
 
 def _random(seed: Any = None) -> float:

@@ -176,6 +176,33 @@ def _where(value: Any) -> str | None:
     return None
 
 
+_NO_NULL = object()
+
+
+def integral_floats_as_ints(value: Any, null: Any = _NO_NULL) -> Any:
+    """A copy of a JSON value with its integral floats as ints (1.0 and 1 are one JSON
+    number) and, when given, ``null`` (another library's null object) as None.
+    Iterative: the value may be as deep as json reads."""
+    root = [value]
+    stack: list[Any] = [root]  # copies whose slots still hold the originals
+    while stack:
+        node = stack.pop()
+        # Assigning to existing keys while iterating is safe: the dict's size stays.
+        for slot, item in (node.items() if type(node) is dict else enumerate(node)):
+            if isinstance(item, float):
+                if item.is_integer():
+                    node[slot] = int(item)
+            elif item is null:
+                node[slot] = None
+            elif isinstance(item, list):
+                node[slot] = copy = list(item)
+                stack.append(copy)
+            elif isinstance(item, dict):
+                node[slot] = copy = dict(item)
+                stack.append(copy)
+    return root[0]
+
+
 try:  # the cpython-mpk runtime copies containers in C; elsewhere detach does it
     from _faastlane import copy_json as _copy_containers
 
