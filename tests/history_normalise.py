@@ -40,7 +40,9 @@ def _parallel_normalised(events: list[dict]) -> None:
     for i, event in enumerate(events):
         event_type = event.get("type")
         if event_type in _PARALLEL_ENDS:
-            events[start_idx:i] = sorted(sublist, key=lambda e: json.dumps(e))
+            # The events it sorted had their keys in order (the recordings show it:
+            # TaskStateEntered, TaskFailed, TaskScheduled by their details' names).
+            events[start_idx:i] = sorted(sublist, key=lambda e: json.dumps(e, sort_keys=True))
             in_sublist = False
         elif event_type == "ParallelStateStarted":
             in_sublist = True

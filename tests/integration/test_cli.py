@@ -73,6 +73,26 @@ def test_non_json_output_is_runtime_marshal_error(app_dir: Path) -> None:
     assert "object is not JSON serializable" in done.json["Cause"]
 
 
+@pytest.mark.parametrize("isolation", ["none", "process"])
+def test_a_result_holding_itself_is_runtime_marshal_error(app_dir: Path,
+                                                          isolation: str) -> None:
+    # awslambdaric's to_json fails with json.dumps's ValueError and reports its words:
+    # "Unable to marshal response: Circular reference detected". It used to end in a
+    # RecursionError from the copying walk.
+    write_app(app_dir, chain(("Loop", task("loop"))), {"loop": """
+        def handler(event, context):
+            result = {"items": []}
+            result["items"].append(result)
+            return result
+    """})
+    done = faastlane("run", str(app_dir), "--isolation", isolation)
+    assert done.code == 1, done.stderr
+    assert done.json["Error"] == "Runtime.MarshalError"
+    cause = json.loads(done.json["Cause"])
+    assert cause["errorMessage"] == "Unable to marshal response: Circular reference detected"
+    assert "RecursionError" not in done.stderr
+
+
 def test_invalid_input_json_is_one_line_exit_2(app_dir: Path) -> None:
     write_app(app_dir, chain(("E", task("echo"))), {"echo": ECHO})
     done = faastlane("run", str(app_dir), "--input", "{nope")

@@ -190,3 +190,19 @@ def test_service_integrations_record_task_events(aws: LocalAws, tmp_path: Path) 
     assert listed["error"] == "S3.NoSuchBucketException"
     assert events[12]["executionFailedEventDetails"]["error"] == "S3.NoSuchBucketException"
     assert [e["previousEventId"] for e in events] == [0, 0, *range(2, 13)]
+
+
+@pytest.mark.parametrize("sections", [[], ["--threads-only"], ["--isolation", "process"]])
+def test_a_failed_task_ends_its_failed_branch_aborted(tmp_path: Path,
+                                                      sections: list[str]) -> None:
+    # test_error_output::test_parallel_catch_error[PARALLEL_CATCH_ERROR_OUTPUT]: the
+    # branch's Task fails (TaskFailed), the Task state ends with TaskStateAborted, the
+    # Parallel fails and its Catch goes on. In a fork, on a thread, from a sandbox.
+    definition, text, events = recorded_case("parallel_catch_error")
+    branch = definition["States"]["ParallelState"]["Branches"][0]["States"]
+    branch["ExecuteLambdaTask"]["Arguments"]["FunctionName"] = ARN + "boom"
+    app = write_app(tmp_path / "app", definition, {"boom": RAISE})
+    output, ours = run_with_history(app, tmp_path, "--input", text, *sections)
+    assert output["result"]["stateError"]["Error"] == "Exception"
+    assert [e["type"] for e in ours].count("TaskStateAborted") == 1
+    assert_same_history(events, ours)

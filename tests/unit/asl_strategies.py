@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from deep_json import json_reads, nested
 from hypothesis import strategies as st
 
 KEYS = ("a", "b", "c", "items")
@@ -42,6 +43,26 @@ JSON_VALUES = st.recursive(
     max_leaves=12)
 
 
+class Nested(dict):
+    """A deep input that Hypothesis reports by its recipe (its printer recurses, and a
+    4,000-level value is unreadable anyway). Tests pass it on through json."""
+
+    def __init__(self, value: dict, recipe: str) -> None:
+        super().__init__(value)
+        self.recipe = recipe
+
+    def __repr__(self) -> str:
+        return f"{{'a': {self.recipe}, 'items': [{self.recipe}]}}"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+
+# Past the Python stack (~1,000 frames) and the engine's recursion, within the parser's
+# reach: an input json cannot read never gets to a workflow.
+DEEP_LEVELS = [depth for depth in (20, 250, 1_000, 4_000) if json_reads(depth)]
+
+
 @st.composite
 def inputs(draw: st.DrawFn) -> Any:
     """An execution input: mostly an object with the keys paths use, sometimes anything
@@ -49,13 +70,10 @@ def inputs(draw: st.DrawFn) -> Any:
     kind = draw(st.integers(0, 9))
     if kind == 0:
         return draw(JSON_VALUES)
-    if kind == 1:  # deep nesting
-        # Not past ~300 levels: from ~500 on, the engine's recursive copies of the data
-        # run out of Python stack (a States.Runtime RecursionError, not fixed yet).
-        value: Any = draw(SCALARS)
-        for _ in range(draw(st.sampled_from([20, 100, 250]))):
-            value = [value] if draw(st.booleans()) else {"a": value}
-        return {"a": value, "items": [value]}
+    if kind == 1:  # deep nesting: as deep as this Python's json reads (4,000 on 3.13)
+        leaf, depth = draw(SCALARS), draw(st.sampled_from(DEEP_LEVELS))
+        value = nested(depth, leaf)
+        return Nested({"a": value, "items": [value]}, f"nested({depth}, {leaf!r})")
     data = {key: draw(JSON_VALUES) for key in KEYS if draw(st.booleans())}
     if draw(st.integers(0, 3)):
         data["items"] = draw(st.lists(JSON_VALUES, max_size=5))

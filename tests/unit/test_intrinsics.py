@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from deep_json import json_reads, nested
 
 from faastlane.runtime.asl.errors import INTRINSIC_FAILURE, StatesError
 from faastlane.runtime.asl.intrinsics import (
@@ -349,3 +350,17 @@ def test_workflow_variables_as_arguments() -> None:
                     {"field2": {"x": "b"}}) == "ab"
     with pytest.raises(PathNotFound):
         evaluate("States.Array($undefined)", {}, CONTEXT, {})
+
+
+def test_format_and_array_functions_take_values_deeper_than_the_python_stack() -> None:
+    # Issue 18: States.Format's printer and the equality key of ArrayUnique/ArrayContains
+    # recursed per level; any depth json reads works now (a value built here needs no
+    # parser; the keys are JSON text, so their json.dumps needs a 3.13-deep encoder).
+    depth = 3_000
+    deep = nested(depth, leaf=2.0)  # an array outermost
+    printed = run("States.Format('v={}', $.d)", {"d": deep})
+    assert printed == "v=" + "[{a=" * (depth // 2) + "2.0" + "}]" * (depth // 2)
+    if json_reads(depth):
+        same = nested(depth, leaf=2)  # 2.0 and 2 are one JSON number
+        assert run("States.ArrayContains($.a, $.v)", {"a": [1, same], "v": deep}) is True
+        assert len(run("States.ArrayUnique($.a)", {"a": [deep, same, 1]})) == 2

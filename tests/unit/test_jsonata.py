@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 import pytest
+from deep_json import chain_equal, nested
 
 from faastlane.runtime.asl.errors import QUERY_EVALUATION_ERROR, StatesError
 from faastlane.runtime.asl.jsonata import evaluate_field, is_expression, states_variable
@@ -282,3 +283,18 @@ def test_compose_accepts_jsonata_and_variables_but_still_refuses_what_cannot_run
         "ItemProcessor": {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}}}}
     assert sorted(p.pointer for p in unsupported_features(refused)) == [
         "/States/M/ItemReader"]
+
+
+def test_values_deeper_than_jsonatas_stack_come_back_with_their_nulls() -> None:
+    # Issue 18: jsonata-python's own null conversion recursed (2 frames a level, past its
+    # 10,000-frame limit at 5,000 levels); results and the added functions' arguments
+    # are walked iteratively now. Built in Python: no parser limit applies.
+    data = {"deep": nested(7_999, leaf=None), "n": 2.0}  # an object outermost
+    states = states_variable(data, {})
+    result = evaluate_field("{% $states.input.deep %}", "Output", states, {})
+    assert chain_equal(result, data["deep"], 7_999)
+    # An added function's argument: integral floats become ints, null None, at any depth.
+    pair = evaluate_field("{% $partition([$states.input.deep, $states.input.n], 1) %}",
+                          "Output", states, {})
+    assert chain_equal(pair[0][0], data["deep"], 7_999) and pair[1] == [2]
+    assert type(pair[1][0]) is int

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import decimal
 import json
+import marshal
 import struct
 
 import pytest
+from deep_json import chain_equal, needs_json_depth, nested
 
 from faastlane.runtime.asl.jsonvalue import NotJSONSerializable
 from faastlane.runtime.sandbox import wire
@@ -84,3 +86,18 @@ def _frame(head: dict, *blobs: bytes) -> bytes:
 def test_malformed_replies_are_refused(frame):
     with pytest.raises(ValueError):
         wire.decode_reply(frame)
+
+
+def test_a_request_nested_past_marshals_limit_goes_as_json():
+    # marshal refuses 2,000 levels ("object too deeply nested to marshal"); a Task's
+    # event may be as deep as json reads (issue 18).
+    needs_json_depth(4_000)
+    event = {"deep": nested(4_000), "image": LONG}
+    with pytest.raises(ValueError, match="too deeply nested"):
+        marshal.dumps(event)
+    request = {"state": "S", "event": event, "timeout": 3.0}
+    decoded = _request_round_trip(request)
+    assert decoded["event"]["image"] == LONG  # still lifted beside the head
+    assert chain_equal(decoded["event"]["deep"], event["deep"], 4_000)
+    reply = _reply_round_trip(event)["value"]
+    assert chain_equal(reply["deep"], event["deep"], 4_000)

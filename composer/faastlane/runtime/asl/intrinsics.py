@@ -31,7 +31,7 @@ from typing import Any
 
 from . import jsonpath
 from .errors import INTRINSIC_FAILURE, StatesError
-from .jsonvalue import compact_json, json_type
+from .jsonvalue import compact_json, integral_floats_as_ints, json_type
 
 
 class IntrinsicSyntaxError(ValueError):
@@ -433,15 +433,30 @@ def _format(call: Call, scope: _Scope) -> str:
 
 
 def _format_value(value: Any) -> str:
-    """A value in States.Format's output, as AWS prints it."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{key}={_format_value(item)}"
-                               for key, item in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_format_value(item) for item in value) + "]"
-    return compact_json(value)
+    """A value in States.Format's output, as AWS prints it: ``{Arg1=1, Arg2=[a, b]}``.
+    Iterative (the value may be as deep as json reads): the stack holds values still to
+    print and, as ``(text,)``, the punctuation between them."""
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is tuple:
+            out.append(item[0])
+        elif isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            parts: list[Any] = [("{",)]
+            for index, (key, child) in enumerate(item.items()):
+                parts += [(f"{', ' if index else ''}{key}=",), child]
+            stack.extend(reversed([*parts, ("}",)]))
+        elif isinstance(item, list):
+            parts = [("[",)]
+            for index, child in enumerate(item):
+                parts += [(", ",), child] if index else [child]
+            stack.extend(reversed([*parts, ("]",)]))
+        else:
+            out.append(compact_json(item))
+    return "".join(out)
 
 
 def _string_to_json(text: Any) -> Any:
@@ -521,16 +536,7 @@ def _array_unique(array: Any) -> list:
 def _canonical(value: Any) -> str:
     """A key equal for equal JSON values (1 and 1.0 alike, object keys in any order)."""
 
-    def normal(v: Any) -> Any:
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        if isinstance(v, list):
-            return [normal(x) for x in v]
-        if isinstance(v, dict):
-            return {k: normal(x) for k, x in v.items()}
-        return v
-
-    return json.dumps(normal(value), sort_keys=True, separators=(",", ":"))
+    return json.dumps(integral_floats_as_ints(value), sort_keys=True, separators=(",", ":"))
 
 
 def _limited(function: str, text: Any, limit: int) -> str:

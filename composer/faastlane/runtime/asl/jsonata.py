@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from . import intrinsics
 from .errors import QUERY_EVALUATION_ERROR, StatesError
+from .jsonvalue import integral_floats_as_ints
 
 OPEN, CLOSE = "{%", "%}"
 
@@ -103,7 +104,7 @@ def _evaluate(text: str, field: str, states: dict[str, Any],
         raise StatesError(QUERY_EVALUATION_ERROR,
                           f"The JSONata expression '{expression_text(text)}' specified for "
                           f"the field '{field}' returned nothing (undefined).")
-    return engine.Utils.convert_nulls(result)
+    return _nulls_as_none(result, engine.Utils.NULL_VALUE)
 
 
 # ------------------------------------------------------------------ the engine
@@ -165,17 +166,31 @@ def _checked(name: str, implementation: Callable[..., Any]) -> Callable[..., Any
     return call
 
 
+def _nulls_as_none(value: Any, null: Any) -> Any:
+    """``value`` with JSONata's null object replaced by None in place, as jsonata's
+    ``Utils.convert_nulls`` does, but iteratively: a result may be as deep as the input."""
+    if value is null:
+        return None
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            slots: Any = node.items()
+        elif isinstance(node, list):
+            slots = enumerate(node)
+        else:
+            continue
+        for key, item in list(slots):
+            if item is null:
+                node[key] = None
+            elif isinstance(item, (dict, list)):
+                stack.append(item)
+    return value
+
+
 def _plain(value: Any) -> Any:
     """A JSONata value as plain JSON data: integral floats as int, null as None."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if value is _engine().Utils.NULL_VALUE:
-        return None
-    return value
+    return integral_floats_as_ints(value, _engine().Utils.NULL_VALUE)
 
 
 def _random(seed: Any = None) -> float:

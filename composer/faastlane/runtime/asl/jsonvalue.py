@@ -19,17 +19,23 @@ from typing import Any
 class NotJSONSerializable(TypeError):
     """A value that JSON cannot represent; ``where`` is a JSONPath to it."""
 
-    def __init__(self, value: Any, where: str) -> None:
-        self.message = f"Object of type {type(value).__name__} is not JSON serializable"
+    def __init__(self, value: Any, where: str, message: str | None = None) -> None:
+        self.message = message or (f"Object of type {type(value).__name__} is not JSON "
+                                   "serializable")
         super().__init__(f"{self.message} (at {where})")
         self.where = where
 
 
-class _Rejected(Exception):
-    """What :func:`_copy` raises; :func:`detach` then finds where the value was."""
+# json.dumps's words for a container that holds itself (awslambdaric reports them).
+CIRCULAR = "Circular reference detected"
 
-    def __init__(self, value: Any) -> None:
+
+class _Rejected(Exception):
+    """What the copying walks raise; :func:`detach` then finds where the value was."""
+
+    def __init__(self, value: Any, message: str | None = None) -> None:
         self.value = value
+        self.message = message
 
 
 _SCALARS = (str, bool, int, float)
@@ -68,12 +74,20 @@ def detach(value: Any) -> Any:
     runtime's encoder does. Every hand-off copies its event with this, so the copying
     walk builds no JSONPath per element (that made it ~1.5x slower); one is found only
     for a value that fails.
+
+    Any depth: the recursive walk is the fast one (a comprehension per container), and
+    only a value nested deeper than the Python stack allows -- or holding itself, which
+    never ends -- is copied again by the iterative walk, which also finds cycles.
     """
     try:
-        return _copy(value)
+        try:
+            return _copy(value)
+        except RecursionError:
+            return _copy_deep(value)
     except _Rejected as rejected:
-        culprit = rejected.value
-    raise NotJSONSerializable(culprit, _where(value, "$") or "$")  # outside: no __context__
+        culprit, message = rejected.value, rejected.message
+    # Outside the handlers: no __context__.
+    raise NotJSONSerializable(culprit, _where(value) or "$", message)
 
 
 def _copy(value: Any) -> Any:
@@ -88,26 +102,105 @@ def _copy(value: Any) -> Any:
     raise _Rejected(value)
 
 
-def _where(node: Any, path: str) -> str | None:
-    """The JSONPath of the first value :func:`_copy` rejects in ``node`` (of the object
-    holding it, for a key), visiting in the same order; None if there is none."""
-    if node is None or isinstance(node, (*_SCALARS, decimal.Decimal)):
-        return None
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if not (k is None or isinstance(k, _SCALARS)):
-                return path
-            found = _where(v, f"{path}.{k}")
-            if found is not None:
-                return found
-        return None
-    if isinstance(node, (list, tuple)):
-        for i, v in enumerate(node):
-            found = _where(v, f"{path}[{i}]")
-            if found is not None:
-                return found
-        return None
-    return path
+def _copy_deep(value: Any) -> Any:
+    """:func:`_copy` without recursion, in the same order (so it rejects the same value).
+
+    Each container is copied shallowly into its holder's slot; its slots, still holding
+    the originals, are then filled in turn. An ``int`` on the stack is the id of a
+    container whose slots are all done: it leaves the path, as json.dumps's markers do.
+    """
+    root = [value]
+    stack: list[Any] = [(root, 0)]
+    on_path: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if type(item) is int:
+            on_path.remove(item)
+            continue
+        holder, slot = item
+        node = holder[slot]
+        if node is None or isinstance(node, _SCALARS):
+            continue
+        if isinstance(node, dict):
+            copy: Any = {k if type(k) is str else _key(k): v for k, v in node.items()}
+            slots: Any = reversed(list(copy))
+        elif isinstance(node, (list, tuple)):
+            copy = list(node)
+            slots = range(len(copy) - 1, -1, -1)
+        elif isinstance(node, decimal.Decimal):
+            holder[slot] = decimal_number(node)
+            continue
+        else:
+            raise _Rejected(node)
+        if id(node) in on_path:
+            raise _Rejected(node, CIRCULAR)
+        holder[slot] = copy
+        on_path.add(id(node))
+        stack.append(id(node))
+        stack.extend([(copy, s) for s in slots])
+    return root[0]
+
+
+_BAD_KEY = object()
+
+
+def _where(value: Any) -> str | None:
+    """The JSONPath of the first value the copying walks reject in ``value`` (of the
+    object holding it, for a key; of the container met again, for a cycle), visiting in
+    their order; None if there is none. Iterative, as :func:`_copy_deep`."""
+    stack: list[Any] = [(value, "$")]
+    on_path: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if type(item) is int:
+            on_path.remove(item)
+            continue
+        node, path = item
+        if node is _BAD_KEY:
+            return path
+        if node is None or isinstance(node, (*_SCALARS, decimal.Decimal)):
+            continue
+        if isinstance(node, dict):
+            # A key is checked just before its value, as the dict comprehension does.
+            children = [(v, f"{path}.{k}") if k is None or isinstance(k, _SCALARS)
+                        else (_BAD_KEY, path) for k, v in node.items()]
+        elif isinstance(node, (list, tuple)):
+            children = [(v, f"{path}[{i}]") for i, v in enumerate(node)]
+        else:
+            return path
+        if id(node) in on_path:
+            return path
+        on_path.add(id(node))
+        stack.append(id(node))
+        stack.extend(reversed(children))
+    return None
+
+
+_NO_NULL = object()
+
+
+def integral_floats_as_ints(value: Any, null: Any = _NO_NULL) -> Any:
+    """A copy of a JSON value with its integral floats as ints (1.0 and 1 are one JSON
+    number) and, when given, ``null`` (another library's null object) as None.
+    Iterative: the value may be as deep as json reads."""
+    root = [value]
+    stack: list[Any] = [root]  # copies whose slots still hold the originals
+    while stack:
+        node = stack.pop()
+        # Assigning to existing keys while iterating is safe: the dict's size stays.
+        for slot, item in (node.items() if type(node) is dict else enumerate(node)):
+            if isinstance(item, float):
+                if item.is_integer():
+                    node[slot] = int(item)
+            elif item is null:
+                node[slot] = None
+            elif isinstance(item, list):
+                node[slot] = copy = list(item)
+                stack.append(copy)
+            elif isinstance(item, dict):
+                node[slot] = copy = dict(item)
+                stack.append(copy)
+    return root[0]
 
 
 try:  # the cpython-mpk runtime copies containers in C; elsewhere detach does it
@@ -125,7 +218,7 @@ def copy_event(value: Any) -> Any:
     if _copy_containers is not None:
         try:
             return _copy_containers(value)
-        except TypeError:
+        except (TypeError, RecursionError):  # not plain JSON, or deeper than C's limit
             pass
     return detach(value)
 

@@ -91,6 +91,7 @@ class Execution:
         self.events: list[dict[str, Any]] | None = [] if history.enabled else None
         self.owner_pid = os.getpid()  # the process that merges this run's events
         self.entered = (0, 0)  # the current state's entry event: its id and previous id
+        self.state: Any = None  # the state this run entered last (its current one)
         self.assigned: dict[str, Any] | None = None  # its Assign, for its exit event
         self.deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
         machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{workflow_name}"
@@ -126,6 +127,7 @@ class Execution:
         branch.events = None if self.events is None else []
         branch.owner_pid = os.getpid()
         branch.assigned = None
+        branch.state = None
         return branch
 
     # ------------------------------------------------------------------ history events
@@ -160,6 +162,7 @@ class Execution:
         """Record entry into ``state`` with input ``data``: the event's id, which error
         causes cite ("entered at the event id #N")."""
         before = self.source
+        self.state = state
         if self.events is None:  # only numbered: the common case, kept short
             event_id = self.source = next(self._events)
         else:

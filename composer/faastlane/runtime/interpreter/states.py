@@ -730,6 +730,11 @@ def run_job(state: Parallel | Map, index: int, machine: Machine, data: Any,
         if is_map:
             _emit_iteration("MapIterationFailed", state, index, execution,
                            link=False)
+        if type(execution.state) is Task:
+            # The Task the run failed in ends aborted, after the iteration's failure,
+            # linked to the failing event (LocalStack's recorded test_parallel_catch_error
+            # and test_service_lambda_map_timeout). A Fail state gets none (map_catch).
+            execution.emit("TaskStateAborted", link=False)
         raise
     finally:
         history.finish_job(execution, execution.owner_pid)

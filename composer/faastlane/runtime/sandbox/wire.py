@@ -1,7 +1,7 @@
 """How the Orchestrator and a sandbox talk: length-prefixed frames on a Unix socket.
 
 A request travels as ``marshal`` (the sandbox trusts the Orchestrator; marshal of JSON
-values is several times faster than ``json``); a reply as JSON, because it comes from
+values is several times faster than ``json``), or as JSON when nested too deeply for it; a reply as JSON, because it comes from
 untrusted code and ``marshal.loads`` is not meant for hostile bytes. Long strings (an
 image in base64, a document) travel beside either as raw UTF-8 (see "Frames" below).
 Each payload is serialised once and crosses the socket once.
@@ -117,11 +117,26 @@ def encode_request(request: dict[str, Any]) -> list[bytes]:
         head["event"] = _lift(head["event"], [], blobs, [LIFT_BUDGET], LIFT_MARSHAL)
         if blobs:
             head["blobs"] = _sizes(blobs)
-    return _frame(marshal.dumps(head), blobs)
+    try:
+        encoded = marshal.dumps(head)
+    except ValueError:  # nested past marshal's 2,000 levels: JSON goes as deep as json reads
+        encoded = _JSON_HEAD + _ENCODER.encode(head).encode("ascii")
+    return _frame(encoded, blobs)
+
+
+# What starts a request head in JSON: no marshal type code (a marshal head, a dict,
+# starts with "{" or "{" | FLAG_REF).
+_JSON_HEAD = b"J"
+
+
+def _request_head(view: memoryview) -> Any:
+    if view[:1] == _JSON_HEAD:
+        return json.loads(str(view[1:], "utf-8"))
+    return marshal.loads(view)
 
 
 def decode_request(data: bytes | bytearray) -> dict[str, Any]:
-    return _unframe(data, "event", marshal.loads)
+    return _unframe(data, "event", _request_head)
 
 
 def encode_value(value: Any) -> Encoded:
