@@ -200,13 +200,35 @@ refuse(PyObject *op, int kind, PyObject *name)
     return -1;
 }
 
+/* Whether `name` is a special attribute (__class__, __bases__, __dict__...):
+ * what the interpreter itself looks things up through. */
+static int
+special(PyObject *name)
+{
+    if (name == NULL || !PyUnicode_Check(name)) {
+        return 0;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(name);
+    return n > 4 && PyUnicode_READ_CHAR(name, 0) == '_'
+           && PyUnicode_READ_CHAR(name, 1) == '_'
+           && PyUnicode_READ_CHAR(name, n - 1) == '_'
+           && PyUnicode_READ_CHAR(name, n - 2) == '_';
+}
+
 int
 _PyMPK_GuardFrozen(PyObject *op, int kind, PyObject *name)
 {
-    if (_PyMPK_Owns(op) || !contains(&frozen, op)) {
+    if (_PyMPK_Owns(op)) {
         return 0;
     }
-    return refuse(op, kind, name);
+    /* Any shared object's class is shared code: swapping it swaps every method. */
+    if (contains(&frozen, op)
+        || (kind == _PyMPK_STORE_ATTR && name != NULL && PyUnicode_Check(name)
+            && PyUnicode_CompareWithASCIIString(name, "__class__") == 0))
+    {
+        return refuse(op, kind, name);
+    }
+    return 0;
 }
 
 /* Whether a value a name is bound to is code: anything callable, and any
@@ -256,7 +278,9 @@ _PyMPK_GuardTypeAttr(PyObject *type, PyObject *name, PyObject *value)
     if (_PyMPK_Owns(type)) {
         return 0;
     }
-    if (binds_code(value)) {
+    /* __bases__, __class__, __dict__, __getattr__...: how the class finds its
+     * code, whatever the value's type. */
+    if (special(name) || binds_code(value)) {
         return refuse(type, _PyMPK_STORE_ATTR, name);
     }
     /* The class's own namespace (not its bases'): what this store replaces. */
