@@ -131,3 +131,38 @@ def helper_app(root: Path) -> Path:
                     settings("User"))
     (app / "functions" / "_helper.py").write_text(textwrap.dedent(HELPER))
     return app
+
+
+# The hardening's own state, as a function would loosen it: its policy, the table that
+# names function code, the code allowed ctypes, the runtime's record of the function.
+LOOSEN = """
+    import sys
+
+    def attempt(label, action, out):
+        try:
+            action()
+            out[label] = "done"
+        except Exception as exc:
+            out[label] = type(exc).__name__
+
+    def handler(event, context):
+        import faastlane_runtime.isolation.hardening as hardening
+        out = {}
+        policy = hardening._installed[0] if hardening._installed else None
+        attempt("policy", lambda: setattr(policy, "refuse_ctypes", False), out)
+        attempt("verdicts", lambda: policy._verdicts.clear(), out)
+        attempt("global", lambda: setattr(hardening, "_in_domain", bool), out)
+        cells = [c.cell_contents for c in hardening._current_function.__closure__]
+        names = next(c for c in cells if isinstance(c, dict))
+        attempt("names", lambda: names.clear(), out)
+        slots = next(c for c in cells if isinstance(c, list))
+        attempt("slots", lambda: slots.clear(), out)
+        trusted = [c.cell_contents for c in hardening._is_trusted_code.__closure__][0]
+        attempt("trusted", lambda: trusted.add(id(handler.__code__)), out)
+        return out
+    """
+
+
+def loosen_app(root: Path) -> Path:
+    """Loosen ($.r0) tries to switch the hardening off through its Python state."""
+    return write_app(root, sequence("Loosen"), {"Loosen": LOOSEN}, settings("Loosen"))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from .apps import faastlane
-from .guard_apps import SECRET, frames_app, helper_app, planting_app
+from .guard_apps import SECRET, frames_app, helper_app, loosen_app, planting_app
 
 pytestmark = pytest.mark.mpk
 
@@ -69,3 +69,21 @@ def test_a_helper_modules_body_runs_sealed_in_its_function(tmp_path: Path) -> No
     code, out, err = run(app, "none")
     assert code == 0, err
     assert json.loads(out)["r1"]["sealed"] is False
+
+
+def test_the_hardenings_own_state_is_read_only_to_function_code(tmp_path: Path) -> None:
+    """The audit hook's policy, its table of function slots, the code allowed ctypes:
+    Python objects a function can reach from the hardening's module, each refused under
+    mpk; the same writes go through where no guard runs (none: the hardening is not
+    installed there, so it has no policy to change)."""
+    app = loosen_app(tmp_path / "app")
+    code, out, err = run(app, "mpk")
+    assert code == 0, err
+    result = json.loads(out)["r0"]
+    assert result == {label: "SharedWriteError" for label in
+                      ("policy", "verdicts", "global", "names", "slots", "trusted")}, result
+    code, out, err = run(app, "none")
+    assert code == 0, err
+    assert json.loads(out)["r0"] == {"policy": "AttributeError", "verdicts": "AttributeError",
+                                     "global": "done", "names": "done", "slots": "done",
+                                     "trusted": "done"}

@@ -19,7 +19,7 @@ import pytest
 from . import https_server
 from .apps import ROOT
 from .examples import EXAMPLES
-from .guard_apps import SECRET, frames_app, helper_app, planting_app
+from .guard_apps import SECRET, frames_app, helper_app, loosen_app, planting_app
 from .mpk_apps import (
     BREAKOUT,
     CTYPES_PEEK,
@@ -103,7 +103,7 @@ def _guard_cases(tmp: Path) -> list[dict[str, Any]]:
     control, under none."""
     cases = []
     for name, make in (("plant", planting_app), ("frames", frames_app),
-                       ("helper", helper_app)):
+                       ("helper", helper_app), ("loosen", loosen_app)):
         folder = make(tmp / f"guard-{name}")
         for isolation in ("mpk", "none"):
             action = _compose(folder, tmp / f"guard-{name}-{isolation}", isolation)
@@ -287,3 +287,11 @@ def test_a_helper_module_runs_sealed_in_its_function_under_keys(
     assert keys["sealed"] is True, keys
     assert keys["domains"].startswith("SealedError: cannot list the live domains"), keys
     assert _output(guest, "guard-helper-none")["r1"]["sealed"] is False
+
+
+def test_the_hardenings_state_is_read_only_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    """The hook's policy and tables, reachable from its module, cannot be loosened by
+    function code (none, the control, has no guard: the closure's tables change)."""
+    assert set(_output(guest, "guard-loosen-mpk")["r0"].values()) == {"SharedWriteError"}
+    assert _output(guest, "guard-loosen-none")["r0"]["names"] == "done"

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from types import FunctionType, ModuleType
 from typing import Any, TypeVar
 
+from ..engine.own_modules import PACKAGE_PREFIX
 from . import domains
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -48,7 +49,6 @@ except ImportError:
     SharedWriteError = _SharedWriteError
 
 RUNTIME_PACKAGE = __name__.rpartition(".isolation.")[0]
-SHARED_WRITE_ERROR = "SharedWriteError"
 # The import system's lists: a path entry or finder a function added would decide what
 # every later import finds.
 _IMPORT_STATE = ("path", "meta_path", "path_hooks")
@@ -100,7 +100,7 @@ def freeze_shared_state() -> int:
         native.freeze(getattr(sys, attribute), f"sys.{attribute}")
     seen: set[int] = set()
     for name, module in native.shared_items(sys.modules):
-        if name == RUNTIME_PACKAGE or name.startswith(RUNTIME_PACKAGE + "."):
+        if _ours_name(name):
             label = f"the runtime's state ({name})"
             for value in list(vars(module).values()):
                 _freeze_global(native, value, label, seen)
@@ -122,11 +122,11 @@ def freeze_new_modules() -> None:
             continue
         if native.slot_of(id(namespace)) is not None:
             continue  # a function's own module, in its heap: its own to change
-        if name.startswith("faastlane_own_") or name in UNFROZEN_NAMESPACES:
-            continue  # a function's package of own modules: they register there
+        # A function's package of own modules: they register there from its domain.
+        if name.startswith(PACKAGE_PREFIX) or name in UNFROZEN_NAMESPACES:
+            continue
         _frozen_modules.add(id(namespace))
-        whole = name == "sys" or name == RUNTIME_PACKAGE or \
-            name.startswith(RUNTIME_PACKAGE + ".")
+        whole = name == "sys" or _ours_name(name)
         native.freeze(namespace, f"the namespace of module {name!r}", code_only=not whole)
 
 
@@ -148,8 +148,7 @@ _INSTANCE_DEPTH = 2
 
 def _ours(value: Any) -> bool:
     """An object of a class this runtime defines (not a thread-local, lock or thread)."""
-    module = getattr(type(value), "__module__", "") or ""
-    return (module == RUNTIME_PACKAGE or module.startswith(RUNTIME_PACKAGE + ".")) and \
+    return _ours_name(getattr(type(value), "__module__", None)) and \
         not isinstance(value, _NEVER_FROZEN) and not isinstance(value, type)
 
 
@@ -183,8 +182,9 @@ def _freeze_global(native: ModuleType, value: Any, label: str, seen: set[int]) -
 
 
 def _ours_name(module: str | None) -> bool:
-    return bool(module) and (module == RUNTIME_PACKAGE or
-                             module.startswith(RUNTIME_PACKAGE + "."))  # type: ignore
+    """Whether ``module`` names this runtime's package or one of its modules."""
+    return isinstance(module, str) and (module == RUNTIME_PACKAGE or
+                                        module.startswith(RUNTIME_PACKAGE + "."))
 
 
 def _freeze_container(native: ModuleType, value: Any, label: str, seen: set[int]) -> None:
