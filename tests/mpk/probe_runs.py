@@ -74,7 +74,9 @@ def run_probes_in_qemu(runtime: str, probes: Path) -> ProbeRun:
     """
     command = [str(HARNESS), str(HERE), runtime, str(probes), "--require-keys"]
     try:
-        env = dict(os.environ, QEMU_TIMEOUT=str(QEMU_TIMEOUT_S))
+        # Keys are what the guest is for: never the native tiers' FAASTLANE_MPK=off
+        # (tests/conftest.py), which every FAASTLANE_* variable would carry in.
+        env = dict(os.environ, QEMU_TIMEOUT=str(QEMU_TIMEOUT_S), FAASTLANE_MPK="on")
         proc, seconds = run_probes(command, timeout=QEMU_TIMEOUT_S + 60, env=env)
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"QEMU run of {probes.name} exceeded {QEMU_TIMEOUT_S + 60} s: {exc}",

@@ -45,7 +45,9 @@ def test_cpu_with_pku_but_keys_disabled_by_the_kernel_is_detected_without_sigill
         "import _faastlane as f; d = f.Domain(); d.enter(); d.exit(); d.destroy(); "
         "print('RESULT', f.available(), hasattr(f, 'read_pkru'), f.unavailable_reason())"
     )
-    env = dict(os.environ, QEMU_SMP="1", QEMU_APPEND="nopku", QEMU_TIMEOUT=str(QEMU_TIMEOUT_S))
+    # The guest's own detection (auto), not the native tiers' FAASTLANE_MPK=off.
+    env = dict(os.environ, QEMU_SMP="1", QEMU_APPEND="nopku", QEMU_TIMEOUT=str(QEMU_TIMEOUT_S),
+               FAASTLANE_MPK="auto")
     proc = subprocess.run(
         [str(HARNESS), "/", runtime, "-c", code],
         capture_output=True,
