@@ -45,6 +45,10 @@ from typing import Any
 
 import _faastlane
 
+# Imported before any function runs, as the Orchestrator imports what a function's files
+# import (private_heaps._import_dependencies): the thief's `import subprocess` finds it.
+import subprocess  # noqa: E402, F401
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "composer"))
 from faastlane.runtime.isolation import hardening, seccomp_filter  # noqa: E402
 
@@ -168,8 +172,13 @@ def in_thread(body: Callable[[], None]) -> None:
 
 def scene(note: Note, mode: str) -> Scene:
     """The victim's secret, set up as the Orchestrator and the victim would."""
+    # Both with private heaps, as the Orchestrator gives every function one: what the
+    # thief makes (a ctypes Structure, say) is its own to change under the write guard.
     a = _faastlane.Domain(private_heap=True)
-    b = _faastlane.Domain()
+    b = _faastlane.Domain(private_heap=True)
+    if hasattr(_faastlane, "name_slot"):
+        _faastlane.name_slot(a.slot, "victim")
+        _faastlane.name_slot(b.slot, "thief")
     loot: list[object] = [None]
     where = bytearray(8)  # shared: the victim reports its object's address here
 

@@ -189,14 +189,14 @@ def test_a_child_started_by_native_code_cannot_read_the_parent(
 def test_a_fault_of_a_thread_a_function_started_names_that_function(
     qemu_attacks: ProbeRun, mode: str
 ) -> None:
-    """Class 6: the thread is in no domain but born sealed to the thief's: the fault
-    report's thread_slot is the thief's slot (entered_slot says it entered none), so
-    the Orchestrator's report names the thief, not "the Orchestrator"."""
+    """Class 6: the thread is born sealed to the thief's domain and inside it
+    (mpk_thread.c): the fault report's thread_slot and entered_slot are the thief's
+    slot, so the Orchestrator's report names the thief, not "the Orchestrator"."""
     r = qemu_attacks[f"attack_born_thread_read_{mode}"]
     assert_isolation_held(r)
     assert r.fault["thread_slot"] == r.notes["b_slot"], r.describe()
     assert r.fault["thread_key"] == r.notes["b_key"], r.describe()
-    assert r.fault["entered_slot"] == -1, r.describe()
+    assert r.fault["entered_slot"] == r.notes["b_slot"], r.describe()
 
 
 def test_a_fault_of_an_unsealed_thread_in_no_domain_names_no_function(
