@@ -138,8 +138,14 @@ _PyMPK_Status _PyMPK_EnterSealed(_PyMPK_Handle h);
 _PyMPK_Status _PyMPK_ExitSealed(_PyMPK_Handle h);
 /* Slot of the domain the calling thread is sealed in, or -1 if not sealed. */
 int _PyMPK_SealedSlot(void);
+/* The write guard (mpk_guard.c) follows the seal: 1 when a thread starts
+ * running sealed function code, 0 when it stops. */
+void _PyMPK_GuardSealed(int sealed);
 /* Seal the calling thread for the rest of its life (a thread born sealed). */
 void _PyMPK_SealForLife(int slot);
+/* A thread born sealed inside its creator's domain (mpk_thread.c) leaves it
+ * as its start routine returns: unsealed, then the exit gate. */
+_PyMPK_Status _PyMPK_ExitBornSealed(_PyMPK_Handle h);
 /* Zero the slot, retag it key 0 + PROT_NONE, free the key -- in that order.
  * Refused while any thread is inside. */
 _PyMPK_Status _PyMPK_Destroy(_PyMPK_Handle h);
