@@ -111,6 +111,22 @@ def _resolve_native() -> None:
                  "pread", "close", "pthread_self", "system"):
         NATIVE[name] = _typed(ctypes, name, getattr(libc, name))
     NATIVE["ctypes"] = ctypes
+    _iovec(ctypes)
+
+
+IOVEC: dict[str, Any] = {}  # struct iovec, made where ctypes is loaded outside the thief
+
+
+def _iovec(ctypes: Any) -> Any:
+    """``struct iovec`` as a ctypes Structure: made once, by whoever loads ctypes first
+    (a library, outside functions, in the modes where it is loaded): a class the thief
+    made in its heap-less domain would be shared, its fields refused by the write guard
+    before the attack's own refusal."""
+    if "type" not in IOVEC:
+        class IoVec(ctypes.Structure):
+            _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+        IOVEC["type"] = IoVec
+    return IOVEC["type"]
 
 
 def _typed(ctypes: Any, name: str, function: Any) -> Any:
@@ -172,11 +188,9 @@ def in_thread(body: Callable[[], None]) -> None:
 
 def scene(note: Note, mode: str) -> Scene:
     """The victim's secret, set up as the Orchestrator and the victim would."""
-    # Both with private heaps, as the Orchestrator gives every function one: what the
-    # thief makes (a ctypes Structure, say) is its own to change under the write guard.
     a = _faastlane.Domain(private_heap=True)
-    b = _faastlane.Domain(private_heap=True)
-    if hasattr(_faastlane, "name_slot"):
+    b = _faastlane.Domain()
+    if hasattr(_faastlane, "name_slot"):  # the names the write guard's refusals give
         _faastlane.name_slot(a.slot, "victim")
         _faastlane.name_slot(b.slot, "thief")
     loot: list[object] = [None]
@@ -327,10 +341,7 @@ def via_child_process(s: Scene) -> bytes | None:
 def via_process_vm_readv(s: Scene) -> bytes | None:
     """process_vm_readv on its own pid: the kernel copies ignoring PKRU."""
     ctypes = s.ctypes()
-
-    class IoVec(ctypes.Structure):
-        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
+    IoVec = _iovec(ctypes)
     buffer = ctypes.create_string_buffer(READ_SIZE)
     local = IoVec(ctypes.addressof(buffer), READ_SIZE)
     remote = IoVec(s.address, READ_SIZE)
@@ -477,6 +488,7 @@ def attack_scenario(note: Note, attack: str, mode: str) -> Scene:
         _resolve_native()
     if mode == "libraries":
         LIBRARY.append(_ctypes())  # a library imported it, outside every function
+        _iovec(LIBRARY[-1])
     if mode != "control":
         activation = hardening.activate(refuse_ffi=mode != "native",
                                         libraries_ffi=mode == "libraries")
