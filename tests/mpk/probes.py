@@ -94,41 +94,30 @@ def domain_with_secret(note: Note, label: str = "a") -> tuple[_faastlane.Domain,
 # Probes that hold with and without keys
 
 
+def _detected(setting: str, names: tuple[str, ...], expressions: str) -> dict[str, object]:
+    """What a fresh interpreter with FAASTLANE_MPK=``setting`` reports: each of ``names``
+    from the JSON list ``expressions`` evaluates to (``f`` is _faastlane)."""
+    code = f"import _faastlane as f, json; print(json.dumps([{expressions}]))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, env=dict(os.environ, FAASTLANE_MPK=setting)).stdout
+    return dict(zip(names, json.loads(out)))
+
+
 def detection_reports_availability_and_reason(note: Note) -> None:
-    # The host's own detection (FAASTLANE_MPK=auto), whatever the probe run selected.
-    code = (
-        "import _faastlane as f, json; "
-        "print(json.dumps([f.available(), f.unavailable_reason(), f.implementation(), "
-        "hasattr(f, 'read_pkru'), f.restore_thread_pkru()]))"
-    )
-    env = dict(os.environ, FAASTLANE_MPK="auto")
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
-    ).stdout
-    available, reason, implementation, has_read_pkru, restored = json.loads(out)
-    note("available", available)
-    note("reason", reason)
-    note("implementation", implementation)
-    note("has_read_pkru", has_read_pkru)
-    note("restore_thread_pkru", restored)
+    # The host's own detection (auto), whatever the probe run selected.
+    for name, value in _detected("auto", ("available", "reason", "implementation",
+                                          "has_read_pkru", "restore_thread_pkru"),
+                                 "f.available(), f.unavailable_reason(), f.implementation(), "
+                                 "hasattr(f, 'read_pkru'), f.restore_thread_pkru()").items():
+        note(name, value)
 
 
 def keys_off_setting_selects_no_keys_implementation(note: Note) -> None:
-    code = (
-        "import _faastlane as f, json; d = f.Domain(); "
-        "print(json.dumps([f.available(), f.unavailable_reason(), "
-        "f.implementation(), d.key, hasattr(f, 'read_pkru')]))"
-    )
-    env = dict(os.environ, FAASTLANE_MPK="off")
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
-    ).stdout
-    available, reason, implementation, key, has_read_pkru = json.loads(out)
-    note("available", available)
-    note("reason", reason)
-    note("implementation", implementation)
-    note("key", key)
-    note("has_read_pkru", has_read_pkru)
+    for name, value in _detected("off", ("available", "reason", "implementation", "key",
+                                         "has_read_pkru"),
+                                 "f.available(), f.unavailable_reason(), f.implementation(), "
+                                 "f.Domain().key, hasattr(f, 'read_pkru')").items():
+        note(name, value)
 
 
 def domain_thread_reads_and_writes_its_own_buffer(note: Note) -> None:
