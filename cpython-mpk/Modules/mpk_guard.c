@@ -9,6 +9,12 @@
  * operations the runtime registered, and the trip that ends such an
  * operation's shared allocation as soon as private code starts running in it.
  *
+ * A guarded thread with no private heap -- the runtime's library loader (a
+ * heapless domain running libraries' module bodies) or a guarded broker (the
+ * import a function triggers) -- makes shared objects by design, so "its own"
+ * cannot be told by address: to it, only what the runtime froze is read-only
+ * (the code of every module loaded before), and what it makes is its own.
+ *
  * Why: protection keys stop loads and stores into another domain, but the
  * object graph is shared.  Code a function could plant in a shared module
  * (or a shared object it could make through call_shared) would run in the
@@ -42,7 +48,8 @@ static _Py_thread_local struct _PyMPK_Heap *tls_resume_heap;
 typedef struct {
     PyObject *key;      /* a strong reference: never freed, never reused */
     PyObject *label;
-    int code_only;      /* a namespace: only stores that bind code refused */
+    int code_only;      /* frozen: a namespace or class, only stores that bind
+                           code refused; a broker: it runs guarded */
 } entry;
 
 typedef struct {
@@ -215,14 +222,34 @@ special(PyObject *name)
            && PyUnicode_READ_CHAR(name, n - 2) == '_';
 }
 
+/* Whether the guarded thread has no private heap: sealed code of a heapless
+ * domain (the runtime's library loader: the module bodies of the libraries a
+ * function imports) or a guarded import brokered for a function.  Everything
+ * it makes is shared, so "its own" cannot be told by address: what is read-only
+ * to it is what the runtime froze -- the code of every module loaded before. */
+static inline int
+heapless(void)
+{
+    return _PyMPK_ThreadHeap == NULL;
+}
+
 int
 _PyMPK_GuardFrozen(PyObject *op, int kind, PyObject *name)
 {
     if (_PyMPK_Owns(op)) {
         return 0;
     }
+    entry *e = find(&frozen, op);
+    /* A list or set frozen code_only (the import system's: sys.meta_path...)
+     * is open to libraries as they load (six adds its finder); the runtime
+     * checks what they did to it after the import (guard.py). */
+    if (e != NULL && e->code_only && heapless()
+        && (PyList_Check(op) || PyAnySet_Check(op)))
+    {
+        return 0;
+    }
     /* Any shared object's class is shared code: swapping it swaps every method. */
-    if (contains(&frozen, op)
+    if (e != NULL
         || (kind == _PyMPK_STORE_ATTR && name != NULL && PyUnicode_Check(name)
             && PyUnicode_CompareWithASCIIString(name, "__class__") == 0))
     {
@@ -278,6 +305,9 @@ _PyMPK_GuardTypeAttr(PyObject *type, PyObject *name, PyObject *value)
     if (_PyMPK_Owns(type)) {
         return 0;
     }
+    if (heapless() && !contains(&frozen, type)) {
+        return 0;           /* a class this load is making */
+    }
     /* __bases__, __class__, __dict__, __getattr__...: how the class finds its
      * code, whatever the value's type. */
     if (special(name) || binds_code(value)) {
@@ -292,6 +322,12 @@ int
 _PyMPK_GuardShared(PyObject *op, int kind, PyObject *name)
 {
     if (_PyMPK_Owns(op)) {
+        return 0;
+    }
+    /* Heapless: a function of a module loaded before (the runtime froze it
+     * with the module) is old shared code; one this load makes -- a closure
+     * old code returns too (namedtuple's methods) -- is not. */
+    if (heapless() && PyFunction_Check(op) && !contains(&frozen, op)) {
         return 0;
     }
     return refuse(op, kind, name);
@@ -323,7 +359,8 @@ PyObject *
 _PyMPK_CallShared(PyObject *callable, PyObject *const *args, Py_ssize_t nargs)
 {
     int sealed = _PyMPK_SealedSlot() >= 0;
-    if (sealed && !contains(&brokers, callable)) {
+    entry *broker = sealed ? find(&brokers, callable) : NULL;
+    if (sealed && broker == NULL) {
         PyObject *function = function_name();
         if (function != NULL) {
             PyErr_Format(_PyMPK_SharedWriteError,
@@ -342,7 +379,9 @@ _PyMPK_CallShared(PyObject *callable, PyObject *const *args, Py_ssize_t nargs)
         if (!brokered) {
             tls_resume_heap = heap;
         }
-        _PyMPK_Guarded = 0;
+        /* A guarded operation (an import) runs a library's code: heapless,
+         * it may change what it makes, never what the runtime froze. */
+        _PyMPK_Guarded = broker->code_only;
         _PyMPK_Brokered = 1;
     }
     _PyMPK_ThreadHeap = NULL;
@@ -381,8 +420,12 @@ _PyMPK_Freeze(PyObject *op, PyObject *label, int code_only)
                         "this one lives in a domain's private heap");
         return -1;
     }
-    if (code_only && !PyDict_Check(op)) {
-        PyErr_SetString(PyExc_TypeError, "code_only freezes a namespace (a dict)");
+    if (code_only && !PyDict_Check(op) && !PyType_Check(op)
+        && !PyList_Check(op) && !PyAnySet_Check(op))
+    {
+        PyErr_SetString(PyExc_TypeError, "code_only freezes a namespace (a "
+                        "dict), a class, or a list or set libraries extend as "
+                        "they load");
         return -1;
     }
     return add(&frozen, op, label, code_only);
@@ -395,7 +438,7 @@ _PyMPK_FrozenCount(void)
 }
 
 int
-_PyMPK_RegisterBroker(PyObject *callable)
+_PyMPK_RegisterBroker(PyObject *callable, int guarded)
 {
     if (refuse_sealed("register a runtime operation") < 0) {
         return -1;
@@ -405,7 +448,8 @@ _PyMPK_RegisterBroker(PyObject *callable)
                         "this callable lives in a domain's private heap");
         return -1;
     }
-    return add(&brokers, callable, NULL, 0);
+    /* The entry's code_only word holds "guarded" for a broker. */
+    return add(&brokers, callable, NULL, guarded);
 }
 
 int
@@ -465,9 +509,10 @@ _PyMPK_FrozenCount(void)
 }
 
 int
-_PyMPK_RegisterBroker(PyObject *callable)
+_PyMPK_RegisterBroker(PyObject *callable, int guarded)
 {
     (void)callable;
+    (void)guarded;
     return not_builtin();
 }
 

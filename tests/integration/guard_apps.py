@@ -166,3 +166,154 @@ LOOSEN = """
 def loosen_app(root: Path) -> Path:
     """Loosen ($.r0) tries to switch the hardening off through its Python state."""
     return write_app(root, sequence("Loosen"), {"Loosen": LOOSEN}, settings("Loosen"))
+
+
+# Class 2 for libraries: a library's module body (attacklib, installed on the Python path
+# as the app's requirements are, not one of the function's own files) tries, at import,
+# what the Orchestrator's thread may do and function code may not.
+LIBRARY = f"""
+    import gc, json, os, sys, threading
+
+    RESULTS = {{}}
+
+    def attempt(label, action):
+        try:
+            value = action()
+            RESULTS[label] = "done" if value is None else value
+        except Exception as exc:
+            RESULTS[label] = type(exc).__name__
+
+    def domains():
+        import _faastlane
+        _faastlane.live_domains()
+
+    def steal():
+        return [v for d in gc.get_objects() if type(d) is dict
+                for v in list(d.values()) if v == {SECRET!r}][:1]
+
+    def thread_sealed():
+        import _faastlane
+        seen = []
+        worker = threading.Thread(target=lambda: seen.append(_faastlane.sealed()))
+        worker.start()
+        worker.join()
+        return seen[0] is not None
+
+    def ctypes_use():  # what scipy's and scikit-learn's modules do as they load
+        import ctypes
+        ctypes.cast(ctypes.c_char_p(b"x"), ctypes.c_void_p)
+
+    def plant():  # a wrapper the victim's json.dumps call runs
+        original = json.dumps
+        def dumps(value, *args, **kwargs):
+            if isinstance(value, dict) and "secret" in value:
+                return "planted"
+            return original(value, *args, **kwargs)
+        json.dumps = dumps
+
+    def set_class_method():
+        json.JSONEncoder.default = lambda self, value: repr(value)
+
+    attempt("domains", domains)
+    attempt("plant", plant)
+    attempt("class", set_class_method)
+    attempt("process", lambda: [os.system("true")] and None)
+    attempt("steal", steal)
+    attempt("thread", thread_sealed)
+    attempt("ctypes", ctypes_use)
+
+    class Finder:  # finds nothing, as six's finds only its own names
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            return None
+
+    attempt("append-finder", lambda: sys.meta_path.append(Finder()))
+    """
+
+LIBRARY_USER = """
+    import attacklib
+
+    def handler(event, context):
+        return dict(attacklib.RESULTS)
+    """
+
+
+def library_site(app: Path) -> Path:
+    """Where an app of this module has its library installed: run it with this folder
+    on PYTHONPATH."""
+    return app.parent / f"{app.name}-site"
+
+
+def _install(app: Path, package: str, source: str) -> None:
+    folder = library_site(app) / package
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(textwrap.dedent(source))
+
+
+def library_app(root: Path) -> Path:
+    """Keeper keeps a secret (functions load in name order: it loads first); User imports
+    attacklib, whose module body attacks at load ($.r1); Keeper's json.dumps is still
+    json's ($.r2)."""
+    app = write_app(root, sequence("Keeper", "User", "Keeper"),
+                    {"Keeper": VICTIM, "User": LIBRARY_USER}, settings("User"))
+    _install(app, "attacklib", LIBRARY)
+    return app
+
+
+# The same door by memory: the library's body reaches Keeper's class, made in Keeper's
+# heap at import, through the subclass table every class shares. Under keys the loader's
+# PKRU opens no function's heap: a fault naming both; natively it reads it.
+KEEPER = f"""
+    class KeeperSecret:
+        value = {SECRET!r}
+
+    def handler(event, context):
+        return {{"kept": True}}
+    """
+
+PEEK_LIBRARY = """
+    FOUND = [c.value for c in object.__subclasses__() if c.__name__ == "KeeperSecret"]
+    """
+
+PEEK_USER = """
+    import peeklib
+
+    def handler(event, context):
+        return {"found": peeklib.FOUND}
+    """
+
+
+def library_peek_app(root: Path) -> Path:
+    """Keeper loads first; User's library peeklib reads Keeper's class at import ($.r1)."""
+    app = write_app(root, sequence("Keeper", "User"),
+                    {"Keeper": KEEPER, "User": PEEK_USER}, settings("User"))
+    _install(app, "peeklib", PEEK_LIBRARY)
+    return app
+
+
+# A library that puts a finder of its own before the import system's: it would decide
+# what every later import finds. The load of the function importing it fails.
+HIJACK_LIBRARY = """
+    import sys
+
+    class Finder:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            return None
+
+    sys.meta_path.insert(0, Finder())
+    """
+
+HIJACK_USER = """
+    import hijacklib
+
+    def handler(event, context):
+        return {}
+    """
+
+
+def hijack_app(root: Path) -> Path:
+    """User imports hijacklib, which inserts a finder at the head of sys.meta_path."""
+    app = write_app(root, sequence("User"), {"User": HIJACK_USER}, settings("User"))
+    _install(app, "hijacklib", HIJACK_LIBRARY)
+    return app

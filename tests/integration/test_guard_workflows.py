@@ -13,12 +13,23 @@ protection keys; the same apps run under emulated keys in test_isolation_mpk_qem
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from .apps import faastlane
-from .guard_apps import SECRET, frames_app, helper_app, loosen_app, planting_app
+from .guard_apps import (
+    SECRET,
+    frames_app,
+    helper_app,
+    hijack_app,
+    library_app,
+    library_peek_app,
+    library_site,
+    loosen_app,
+    planting_app,
+)
 
 pytestmark = pytest.mark.mpk
 
@@ -29,7 +40,9 @@ def _faastlane_runtime() -> None:
 
 
 def run(app: Path, isolation: str) -> tuple[int, str, str]:
-    done = faastlane("run", str(app), "--input", "{}", "--isolation", isolation)
+    site = library_site(app)
+    env = dict(os.environ, PYTHONPATH=str(site)) if site.exists() else None
+    done = faastlane("run", str(app), "--input", "{}", "--isolation", isolation, env=env)
     return done.code, done.stdout, done.stderr
 
 
@@ -69,6 +82,55 @@ def test_a_helper_modules_body_runs_sealed_in_its_function(tmp_path: Path) -> No
     code, out, err = run(app, "none")
     assert code == 0, err
     assert json.loads(out)["r1"]["sealed"] is False
+
+
+def test_a_librarys_module_body_runs_sealed_with_no_functions_rights(tmp_path: Path
+                                                                       ) -> None:
+    """A library a function imports (attacklib, installed on the Python path) is loaded
+    before the function, sealed in the runtime's library loader: its body
+    cannot use the domain API, plant code in a module loaded before it, start a
+    process, walk the object graph to another function's data, or start an unsealed
+    thread; it may import ctypes, as scipy does. Under none (the control) every one of
+    those goes through and the walk finds the victim's secret."""
+    app = library_app(tmp_path / "app")
+    code, out, err = run(app, "mpk")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["r1"] == {"domains": "SealedError", "plant": "SharedWriteError",
+                            "class": "SharedWriteError", "process": "IsolationViolation",
+                            "steal": "IsolationViolation", "thread": True,
+                            "ctypes": "done", "append-finder": "done"}, result
+    assert result["r2"] == {"sealed": '{"se'}, result  # json.dumps is still json's
+    code, out, err = run(app, "none")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["r1"] == {"domains": "done", "plant": "done", "class": "done",
+                            "process": "done", "steal": [SECRET], "thread": False,
+                            "ctypes": "done", "append-finder": "done"}, result
+    assert result["r2"] == {"sealed": "plan"}, result  # the planted dumps ran
+
+
+def test_a_library_may_extend_the_import_system_but_not_get_ahead_of_it(
+        tmp_path: Path) -> None:
+    """attacklib appends a finder (above: as six does, it loads); hijacklib puts one at
+    the head of sys.meta_path, where it would decide what every later import finds: the
+    function importing it fails to load, named (under none it loads)."""
+    app = hijack_app(tmp_path / "app")
+    code, out, err = run(app, "mpk")
+    assert code != 0, out
+    assert "function 'User' may not change sys.meta_path but by adding to its end" in \
+        out + err, out + err
+    code, out, err = run(app, "none")
+    assert code == 0, err
+
+
+def test_a_library_reads_another_functions_class_without_isolation(tmp_path: Path
+                                                                      ) -> None:
+    """The control of test_isolation_mpk_qemu's library peek: under none a library's
+    module body reads what another function made at import (under keys it faults)."""
+    code, out, err = run(library_peek_app(tmp_path / "app"), "none")
+    assert code == 0, err
+    assert json.loads(out)["r1"] == {"found": [SECRET]}, out
 
 
 def test_the_hardenings_own_state_is_read_only_to_function_code(tmp_path: Path) -> None:

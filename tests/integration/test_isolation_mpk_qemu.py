@@ -19,7 +19,16 @@ import pytest
 from . import https_server
 from .apps import ROOT
 from .examples import EXAMPLES
-from .guard_apps import SECRET, frames_app, helper_app, loosen_app, planting_app
+from .guard_apps import (
+    SECRET,
+    frames_app,
+    helper_app,
+    library_app,
+    library_peek_app,
+    library_site,
+    loosen_app,
+    planting_app,
+)
 from .mpk_apps import (
     BREAKOUT,
     CTYPES_PEEK,
@@ -104,9 +113,14 @@ def _guard_cases(tmp: Path) -> list[dict[str, Any]]:
     test_guard_workflows.py, and are not repeated under the emulated CPU."""
     cases = []
     for name, make in (("plant", planting_app), ("frames", frames_app),
-                       ("helper", helper_app), ("loosen", loosen_app)):
-        action = _compose(make(tmp / f"guard-{name}"), tmp / f"guard-{name}-mpk", "mpk")
-        cases.append({"name": f"guard-{name}-mpk", "argv": _run(action, "--input", "{}")})
+                       ("helper", helper_app), ("loosen", loosen_app),
+                       ("library", library_app), ("library-peek", library_peek_app)):
+        app = make(tmp / f"guard-{name}")
+        action = _compose(app, tmp / f"guard-{name}-mpk", "mpk")
+        case = {"name": f"guard-{name}-mpk", "argv": _run(action, "--input", "{}")}
+        if library_site(app).exists():  # its library, installed on the Python path
+            case["env"] = {"PYTHONPATH": str(library_site(app))}
+        cases.append(case)
     return cases
 
 
@@ -292,3 +306,27 @@ def test_the_hardenings_state_is_read_only_under_keys(
     """The hook's policy and tables, reachable from its module, cannot be loosened by
     function code (under none, with no guard, they change: test_guard_workflows.py)."""
     assert set(_output(guest, "guard-loosen-mpk")["r0"].values()) == {"SharedWriteError"}
+
+
+def test_a_librarys_module_body_runs_sealed_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    """Class 2 for libraries: User's library attacklib loads sealed in the library
+    loader, with no function's rights (each attempt goes through under none:
+    test_guard_workflows.py)."""
+    result = _output(guest, "guard-library-mpk")
+    assert result["r1"] == {"domains": "SealedError", "plant": "SharedWriteError",
+                            "class": "SharedWriteError", "process": "IsolationViolation",
+                            "steal": "IsolationViolation", "thread": True,
+                            "ctypes": "done", "append-finder": "done"}, result
+    assert result["r2"] == {"sealed": '{"se'}, result
+
+
+def test_a_librarys_read_of_another_functions_heap_faults_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    """The loader's PKRU opens no function's heap: peeklib's body, reading Keeper's
+    class at import, stops the workflow with a fault naming User's libraries and Keeper
+    (it reads it under none: test_guard_workflows.py)."""
+    out = _output(guest, "guard-library-peek-mpk", code=1)
+    assert out["Error"] == "Faastlane.IsolationViolation", out
+    assert ("function 'User (importing its libraries)' touched the private heap of "
+            "function 'Keeper'") in out["Cause"], out

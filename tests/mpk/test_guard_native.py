@@ -154,6 +154,78 @@ import os; os._exit(0)
         assert f"{label} ERROR PermissionError cannot " in out, out
 
 
+def test_heapless_sealed_code_changes_what_it_makes_not_what_was_frozen(runtime: str
+                                                                         ) -> None:
+    """The library loader (a domain with no private heap) and a guarded broker (the
+    import a function triggers) run libraries' module bodies: everything they make is
+    shared, so they may change it -- a class, a function, a module of their own -- but
+    not what the runtime froze before they ran: a loaded module's code, the classes it
+    defines, the functions whose globals it is, the runtime's state. An unguarded
+    broker, the control, changes anything."""
+    out = run("""
+import collections, json.encoder
+# As guard.freeze_new_modules does for every module loaded: its classes and functions.
+f.freeze(json.encoder.JSONEncoder, "class 'JSONEncoder'", code_only=True)
+f.freeze(json.detect_encoding, "function 'detect_encoding'")
+# As the runtime freezes sys.meta_path: libraries may extend it as they load (checked
+# after), function code may not.
+HOOKS = []
+f.freeze(HOOKS, "sys.meta_path", code_only=True)
+loader = f.Domain()
+f.name_slot(loader.slot, "libraries of thief")
+def library_body():
+    class Made:
+        pass
+    def made():
+        pass
+    module = types.ModuleType("made")
+    attempt("own-class", lambda: setattr(Made, "method", print))
+    attempt("own-function", lambda: setattr(made, "__wrapped__", print))
+    attempt("own-module", lambda: setattr(module, "hook", print))
+    # Functions loaded code makes now are new: namedtuple sets its methods' __doc__.
+    attempt("made-by-loaded-code", lambda: collections.namedtuple("P", "x"))
+    attempt("extend-import-state", lambda: HOOKS.append(print))
+    attempt("loaded-module", lambda: setattr(json, "dumps", print))
+    attempt("loaded-class", lambda: setattr(json.encoder.JSONEncoder, "default", print))
+    attempt("loaded-function", lambda: setattr(json.detect_encoding, "hook", print))
+    attempt("runtime-state", lambda: POLICY.clear())
+    attempt("sys-path", lambda: sys.path.insert(0, "/tmp/planted"))
+    attempt("domain-api", lambda: f.live_domains())
+    print("made shared", f.slot_of(id(Made)) is None, f.sealed() == loader.slot,
+          flush=True)
+loader.run_sealed(library_body)
+def import_guarded():
+    class Made:
+        pass
+    attempt("broker-own", lambda: setattr(Made, "method", print))
+    attempt("broker-loaded", lambda: setattr(json, "dumps", print))
+f.register_broker(import_guarded, guarded=True)
+def import_unguarded():
+    attempt("unguarded-loaded", lambda: setattr(json, "loads", print))
+f.register_broker(import_unguarded)
+def imports():
+    f.call_shared(import_guarded)
+    f.call_shared(import_unguarded)
+    attempt("function-extends", lambda: HOOKS.append(print))
+mine.run_sealed(imports)
+print("dumps intact", json.dumps({"a": 1}), flush=True)
+import os; os._exit(0)
+""", runtime)
+    for label in ("own-class", "own-function", "own-module", "made-by-loaded-code",
+                  "extend-import-state", "broker-own", "unguarded-loaded"):
+        assert f"\n{label} DONE" in "\n" + out, out
+    for label, who in (("loaded-module", "libraries of thief"),
+                       ("loaded-class", "libraries of thief"),
+                       ("loaded-function", "libraries of thief"),
+                       ("runtime-state", "libraries of thief"),
+                       ("sys-path", "libraries of thief"), ("broker-loaded", "thief"),
+                       ("function-extends", "thief")):
+        assert f"\n{label} REFUSED function '{who}' may not " in "\n" + out, out
+    assert "domain-api ERROR SealedError" in out
+    assert "made shared True True" in out
+    assert 'dumps intact {"a": 1}' in out
+
+
 def test_function_code_sees_no_frame_below_its_own(runtime: str) -> None:
     """Below a function's entry are the invoker's frames (its locals: data in flight).
     f_back and sys._getframe stop there; frames of shared code the function called, and

@@ -11,9 +11,10 @@ runtime registers (:func:`broker`), during which any private code that starts ru
 ends the shared allocation.
 
 What is frozen (:func:`freeze_shared_state`, outside every domain, after each function
-loads): the namespace of every shared module, ``sys.path`` and the import hooks, and this
-runtime's own state -- the containers its modules hold (the hardening's policy among
-them), the instances of its classes they hold, and what its closures keep. Per-thread
+loads, and before a function's libraries load): the namespace of every shared module, the
+classes (where they bind code) and functions it defines, ``sys.path`` and the import
+hooks, and this runtime's own state -- the containers its modules hold (the hardening's
+policy among them), the instances of its classes they hold, and what its closures keep. Per-thread
 state (``threading.local``), threads and locks are not: the runtime writes them on the
 function's own thread. ``sys.modules`` is not either: a function's own modules are
 registered there from inside its domain; an entry function code replaces can only be one
@@ -73,14 +74,20 @@ def _native() -> ModuleType | None:
     return native if hasattr(native, "freeze") else None
 
 
-def broker(function: F) -> F:
+def broker(function: F | None = None, *, guarded: bool = False) -> Any:
     """Register ``function`` as an operation sealed code may run through
-    ``call_shared`` (a decorator; a no-op without the patched runtime). Only runtime
-    functions whose work is copying or registering data belong here."""
-    native = _native()
-    if native is not None:
-        native.register_broker(function)
-    return function
+    ``call_shared`` (a decorator, ``@broker`` or ``@broker(guarded=True)``; a no-op
+    without the patched runtime). Only runtime functions whose work is copying or
+    registering data belong here; ``guarded``: it runs code that is not the runtime's
+    (a library's module body) and stays under the guard, where what is frozen is
+    read-only."""
+    def register(target: F) -> F:
+        native = _native()
+        if native is not None:
+            native.register_broker(target, guarded=guarded)
+        return target
+
+    return register if function is None else register(function)
 
 
 def name_slot(slot: int, function: str) -> None:
@@ -97,7 +104,8 @@ def freeze_shared_state() -> int:
         return 0
     freeze_new_modules()
     for attribute in _IMPORT_STATE:
-        native.freeze(getattr(sys, attribute), f"sys.{attribute}")
+        # Open to libraries as they load (six appends its finder): check_import_state.
+        native.freeze(getattr(sys, attribute), f"sys.{attribute}", code_only=True)
     seen: set[int] = set()
     for name, module in native.shared_items(sys.modules):
         if _ours_name(name):
@@ -105,6 +113,33 @@ def freeze_shared_state() -> int:
             for value in list(vars(module).values()):
                 _freeze_global(native, value, label, seen)
     return int(native.frozen_count())
+
+
+ImportState = tuple[tuple[Any, ...], ...]
+
+
+def import_state() -> ImportState:
+    """``sys.path``, ``sys.meta_path`` and ``sys.path_hooks`` as they are now."""
+    return tuple(tuple(getattr(sys, attribute)) for attribute in _IMPORT_STATE)
+
+
+def check_import_state(before: ImportState, who: str) -> None:
+    """After libraries loaded (outside sealed code, or in a runtime operation): they may
+    extend the import system -- six appends its finder to ``sys.meta_path`` -- but what
+    was there stays first and in order: an entry put before it would decide what every
+    later import finds. Otherwise the lists are put back and SharedWriteError names
+    ``who`` (the function the libraries were loaded for)."""
+    for attribute, old in zip(_IMPORT_STATE, before, strict=True):
+        now = getattr(sys, attribute)
+        if len(now) >= len(old) and all(a is b for a, b in zip(now, old, strict=False)):
+            continue
+        moved = [entry for entry in now if not any(entry is o for o in old)][:1]
+        now[:] = old
+        raise SharedWriteError(
+            f"function {who!r} may not change sys.{attribute} but by adding to its end "
+            f"(a library it imports put {moved[0] if moved else 'nothing'!r} before, or "
+            "removed, what was there): shared code and the runtime's state are read-only "
+            "to function code")
 
 
 def freeze_new_modules() -> None:
@@ -125,9 +160,37 @@ def freeze_new_modules() -> None:
         # A function's package of own modules: they register there from its domain.
         if name.startswith(PACKAGE_PREFIX) or name in UNFROZEN_NAMESPACES:
             continue
+        # A module whose body is still running (it imported the one that just loaded):
+        # its own code, frozen once it has loaded.
+        if getattr(namespace.get("__spec__"), "_initializing", False):
+            continue
         _frozen_modules.add(id(namespace))
         whole = name == "sys" or _ours_name(name)
         native.freeze(namespace, f"the namespace of module {name!r}", code_only=not whole)
+        _freeze_code(native, name, namespace)
+
+
+def _freeze_code(native: ModuleType, name: str, namespace: dict[str, Any]) -> None:
+    """The classes and functions a loaded module defines (and its classes' methods):
+    code that makes shared objects -- a library's module body, loaded for a function --
+    may change what it makes, never code loaded before it. A class is frozen where it
+    binds code (its flags and counters stay writable), a function in full. To function
+    code every shared class and function is read-only there already."""
+    for value in list(namespace.values()):
+        # type() and the class's own __dict__ only: a module global may be a lazy
+        # proxy whose attribute lookups import or compute things.
+        if native.slot_of(id(value)) is not None:
+            continue
+        if type(value) is FunctionType and value.__module__ == name:
+            native.freeze(value, f"function {value.__qualname__!r} of module {name!r}")
+        elif issubclass(type(value), type) and value.__dict__.get("__module__") == name:
+            label = f"class {value.__qualname__!r} of module {name!r}"
+            native.freeze(value, label, code_only=True)
+            for member in list(value.__dict__.values()):
+                if type(member) in (classmethod, staticmethod):
+                    member = member.__func__
+                if type(member) is FunctionType and native.slot_of(id(member)) is None:
+                    native.freeze(member, f"a method of {label}")
 
 
 def freeze(objects: Iterable[Any], label: str) -> None:

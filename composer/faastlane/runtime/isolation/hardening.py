@@ -21,7 +21,9 @@ stops it):
   ``CFUNCTYPE(...)(address)()`` calls any address *without any audit event*
   (``object.__subclasses__()`` finds its types even if no module refers to them);
 - with ``libraries_ffi`` (the Orchestrator's policy in ``mpk`` mode): libraries
-  imported outside functions may load ctypes (scipy imports it unconditionally), but
+  imported outside functions -- by the Orchestrator, or in the library loader, whose
+  slot is named with ``libraries=True`` (:func:`name_domain`) -- may load and use ctypes
+  (scipy imports it unconditionally), but
   function code may neither import an FFI module nor use ctypes at all: every
   ``ctypes.*`` audit event raised inside a function is refused -- and cpython-mpk's
   patch 0009 makes every foreign call (``ctypes.call_function``) and every memory
@@ -188,7 +190,7 @@ _SLOTS = 64  # _faastlane.SLOT_COUNT, spelled out: this module imports without i
 
 def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
                        Callable[[Callable[[], int | None]], None],
-                       Callable[[int, str], None]]:
+                       Callable[[int, str, bool], None], Callable[[], bool]]:
     """The per-thread function markers, reachable only through the functions returned
     (no module global holds them).
 
@@ -200,6 +202,8 @@ def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
     # ever allocated there (an empty dict's first table landed in the private heap
     # before cpython-mpk patch 0008).
     domain_names: dict[int, str | None] = dict.fromkeys(range(_SLOTS))
+    # Slots whose code is the libraries a function imports (private_heaps' loader).
+    library_slots: set[int] = set()
     current_slot: list[Callable[[], int | None]] = []
     current_thread = threading.current_thread
 
@@ -231,13 +235,21 @@ def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
         if not current_slot:
             current_slot.append(slot_of_thread)
 
-    def name(slot: int, function: str) -> None:
+    def name(slot: int, function: str, libraries: bool) -> None:
         domain_names[slot] = function
+        (library_slots.add if libraries else library_slots.discard)(slot)
 
-    return current, scope, follow_domains, name
+    def in_libraries() -> bool:
+        if not current_slot or getattr(current_thread(), _MARK, None) is not None:
+            return False
+        slot = current_slot[0]()
+        return slot is not None and slot in library_slots
+
+    return current, scope, follow_domains, name, in_libraries
 
 
-_current_function, _function_scope, _follow_domains, _name_domain = _scopes()
+(_current_function, _function_scope, _follow_domains, _name_domain,
+ _in_libraries) = _scopes()
 _slot_reader: list[Callable[[], int | None]] = []
 
 
@@ -251,10 +263,14 @@ def current_function() -> str | None:
     return _current_function()
 
 
-def name_domain(slot: int, function: str) -> None:
+def name_domain(slot: int, function: str, libraries: bool = False) -> None:
     """Name the function whose code runs in domain ``slot`` (outside domains, before it
-    runs): :func:`current_function` answers it for code inside."""
-    _name_domain(slot, function)
+    runs): :func:`current_function` answers it for code inside. ``libraries``: the
+    code there is the module bodies of the libraries a function imports, which may load
+    ctypes (scipy imports it unconditionally) and use it as code outside functions may;
+    the rest of the policy (processes, memory files, the object graph, hooks) is a
+    function's."""
+    _name_domain(slot, function, libraries)
 
 
 def function_scope(name: str) -> Any:
@@ -355,7 +371,7 @@ def _into_kernel_tree(target: str, link: str | None) -> bool:
 def _make_hook(policy: Policy, owns: Callable[[int], bool] = lambda address: False
                ) -> Callable[[str, tuple[Any, ...]], None]:
     """The audit hook, bound to ``policy`` (and what it calls) by closure."""
-    current, in_domain = _current_function, _in_domain
+    current, in_domain, in_libraries = _current_function, _in_domain, _in_libraries
     memory_file, into_kernel_tree = _memory_file, _into_kernel_tree
     ctypes_event, frame, trusted = _ctypes_event, sys._getframe, _is_trusted_code
     process_events, hook_events, gc_events = PROCESS_EVENTS, HOOK_EVENTS, GC_EVENTS
@@ -395,7 +411,8 @@ def _make_hook(policy: Policy, owns: Callable[[int], bool] = lambda address: Fal
                 if target is None or into_kernel_tree(target, link):
                     raise IsolationViolation(function, f"a symlink to {target}")
         elif event == "import" and _is_ffi(args[0] if args else None) and (
-                policy.refuse_ffi or (policy.refuse_ffi_in_functions and current())):
+                policy.refuse_ffi or (policy.refuse_ffi_in_functions and current() and
+                                      not in_libraries())):
             raise NativeCallRefused(current(), f"importing {args[0]} (it calls any "
                                                "native address)")
         elif event == "import" and len(args) > 1 and args[1]:
@@ -406,7 +423,7 @@ def _make_hook(policy: Policy, owns: Callable[[int], bool] = lambda address: Fal
                     raise IsolationViolation(current(), why)
         elif event.startswith("ctypes."):
             ctypes_event(policy, current(), event, args, not in_domain(), frame(1).f_code,
-                         trusted, owns)
+                         trusted, owns, in_libraries())
 
     return hook
 
@@ -501,8 +518,9 @@ def _own_memory_reader(slot_reader: Callable[[], int | None]) -> Callable[[int],
 def _ctypes_event(policy: Policy, function: str | None, event: str,
                   args: tuple[Any, ...], cache: bool, code: Any = None,
                   trusted: Callable[[Any], bool] = lambda code: False,
-                  owns: Callable[[int], bool] = lambda address: False) -> None:
-    if function is not None and policy.refuse_ctypes:
+                  owns: Callable[[int], bool] = lambda address: False,
+                  libraries: bool = False) -> None:
+    if function is not None and policy.refuse_ctypes and not libraries:
         # Any use at all: with patch 0009 every call and memory access raises one.
         # Except a trusted library's own objects (numpy's ndarray.ctypes), in the
         # function's own domain.

@@ -4,8 +4,9 @@ Each function gets one protection domain with a private heap for the container's
 (PRIVATE_HEAPS.md section 1). Its module is imported *inside* the domain, so whatever it
 sets up at module level, or caches lazily in its globals, lives in its heap: reused by
 its next invocation, unreadable to every other function. What it imports from outside
-its own files (numpy, the standard library, shared helper modules) is imported first,
-outside any domain, and stays shared.
+its own files (numpy, the standard library) is imported first and stays shared: in the
+library loader, a heapless domain where those module bodies run sealed and guarded,
+with no function's rights (``_library_loader``).
 
 An invocation crosses the entry gate on the function's warm thread, runs on a private
 copy of its input, and before the exit gate:
@@ -48,6 +49,7 @@ import struct
 import sys
 import threading
 import time
+import typing
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,7 +68,7 @@ from ..engine.functions import (
     own_namespace,
 )
 from ..engine.lambda_context import LambdaContext
-from ..engine.own_modules import package_name
+from ..engine.own_modules import own_top_names, package_name
 from ..engine.threads import POOL
 from . import domains, guard, hardening, library_caches, module_instances, shared_registries
 from .source_nodes import source_nodes
@@ -543,9 +545,12 @@ def _warm_shared_state() -> None:
             importlib.import_module(module)
         except ImportError:
             pass
-    # platform caches what it learns (uname, the interpreter's version) in its globals.
+    # platform caches what it learns (uname, the interpreter's version) in its globals;
+    # typing its aliases of re's types, made on first use (the namespace binds code).
     platform.uname()
     platform.python_implementation()
+    for alias in ("Pattern", "Match", "ContextManager", "AsyncContextManager"):
+        getattr(typing, alias)  # made and cached by typing.__getattr__ on first access
     shared_registries.install(lambda: getattr(_running, "own", None))
 
 
@@ -625,10 +630,17 @@ def _own_files(root: str, spec: FunctionSpec) -> list[str]:
     search = os.path.join(root, spec.search_path)
     own_dir = os.path.dirname(os.path.join(root, spec.module_file))
     if os.path.normpath(own_dir) == os.path.normpath(search):
-        return [os.path.join(search, f) for f in sorted(os.listdir(search))
-                if f.endswith(".py")]
-    return [os.path.join(d, f) for d, _, names in os.walk(own_dir) for f in names
-            if f.endswith(".py")]
+        # Its module, the modules beside it and the packages there (its own copies).
+        own = own_top_names(search)
+        return [path for path in _python_files(search)
+                if os.path.relpath(path, search).split(os.sep)[0].removesuffix(".py")
+                in own]
+    return _python_files(own_dir)
+
+
+def _python_files(folder: str) -> list[str]:
+    return sorted(os.path.join(d, f) for d, _, names in os.walk(folder)
+                  for f in names if f.endswith(".py") and "__pycache__" not in d)
 
 
 def _own_names(root: str, spec: FunctionSpec) -> frozenset[str]:
@@ -638,6 +650,8 @@ def _own_names(root: str, spec: FunctionSpec) -> frozenset[str]:
     for path in _own_files(root, spec):
         relative = os.path.relpath(path, search).split(os.sep)
         names.add(relative[0] if len(relative) > 1 else os.path.splitext(relative[0])[0])
+    # What engine.own_modules gives the function's code as its own.
+    names |= own_top_names(os.path.join(root, spec.own_folder or spec.search_path))
     names.add(package_name(spec.name))  # engine.own_modules: its modules' package
     return frozenset(names)
 
@@ -658,9 +672,43 @@ def _import_dependencies(root: str, spec: FunctionSpec) -> None:
             if finder is not None:  # its listing of the folder, made shared
                 finder.find_spec("__faastlane_warm__")
     own = _own_names(root, spec)
-    for name in sorted(_imported_names(_own_files(root, spec))):
-        if name.split(".")[0] in own:
-            continue
+    names = [name for name in sorted(_imported_names(_own_files(root, spec)))
+             if name.split(".")[0] not in own]
+    if not names:
+        return
+    loader = _library_loader(spec.name)
+    guard.freeze_shared_state()  # the first function's libraries too find it frozen
+    before = guard.import_state()
+    loader.run_sealed(_import_libraries, names)
+    guard.check_import_state(before, spec.name)
+    # Their namespaces are frozen once the function has loaded (load): libraries
+    # choose an implementation on first use and rebind it (urllib3's wait_for_socket),
+    # and the function's set-up is often that first use.
+
+
+def _library_loader(function: str) -> domains.ProtectionDomain:
+    """The domain the libraries a function imports are loaded in, named for it.
+
+    Their module bodies are the function's code, not the runtime's: they run sealed
+    (no domain API, threads they start born sealed), under a PKRU that opens no
+    function's heap, and guarded -- with no private heap everything they make is
+    shared, so what is read-only to them is what the runtime froze: the code of every
+    module loaded before (guard.py). One domain (one key) serves every function."""
+    if not _LIBRARY_LOADER:
+        _LIBRARY_LOADER.append(domains.ProtectionDomain("libraries"))
+    loader = _LIBRARY_LOADER[0]
+    label = f"{function} (importing its libraries)"
+    fault_reports.announce(loader.slot, loader.key, label)
+    guard.name_slot(loader.slot, label)
+    hardening.name_domain(loader.slot, label, libraries=True)
+    return loader
+
+
+_LIBRARY_LOADER: list[domains.ProtectionDomain] = []
+
+
+def _import_libraries(names: list[str]) -> None:
+    for name in names:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - the import inside the domain reports it

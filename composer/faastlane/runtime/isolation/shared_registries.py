@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from . import domains, guard
+from . import domains, guard, hardening
 
 # The top-level module names of the function running on the calling thread (imported
 # inside its domain), or None.
@@ -68,12 +68,21 @@ def _find_and_load_shared(find_and_load: Callable[..., Any],
     function's own: a library imported lazily inside a function serves every function."""
     native = domains.native_module()
 
+    @guard.broker(guarded=True)
+    def import_guarded(name: str, import_: Any) -> Any:
+        # The libraries' module bodies: they may change what they make, not what the
+        # runtime froze (the code of every module loaded before).
+        return find_and_load(name, import_)
+
     @guard.broker
     def load_shared(name: str, import_: Any) -> Any:
         # The name becomes sys.modules' key: intern it, a shared copy (patch 0005).
-        module = find_and_load(sys.intern(name), import_)
-        guard.freeze_new_modules()  # what it imported is shared code from now on
-        return module
+        before = guard.import_state()
+        try:
+            return native.call_shared(import_guarded, sys.intern(name), import_)
+        finally:  # what it imported, even in part, is shared code from now on
+            guard.freeze_new_modules()
+            guard.check_import_state(before, hardening.current_function() or "<a function>")
 
     def find_and_load_shared(name: str, import_: Any) -> Any:
         own = own_names()
