@@ -284,9 +284,15 @@ PEEK_USER = """
 
 
 def library_peek_app(root: Path) -> Path:
-    """Keeper loads first; User's library peeklib reads Keeper's class at import ($.r1)."""
-    app = write_app(root, sequence("Keeper", "User"),
-                    {"Keeper": KEEPER, "User": PEEK_USER}, settings("User"))
+    """Keeper loads first; User's library peeklib reads Keeper's class at import ($.r1).
+    Folder functions: a single-file function's libraries are those of every module
+    beside it (its helpers), so they would load with Keeper's, before its class exists."""
+    app = write_app(root, sequence("Keeper", "User"), {}, settings("User"))
+    for name, source in (("Keeper", KEEPER), ("User", PEEK_USER)):
+        folder = app / "functions" / name
+        folder.mkdir()
+        (folder / "lambda_function.py").write_text(textwrap.dedent(source))
+        (folder / "function.json").write_text('{"handler": "lambda_function.handler"}')
     _install(app, "peeklib", PEEK_LIBRARY)
     return app
 
