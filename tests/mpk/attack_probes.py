@@ -46,7 +46,7 @@ from typing import Any
 import _faastlane
 
 # Imported before any function runs, as the Orchestrator imports what a function's files
-# import (private_heaps._import_dependencies): the thief's `import subprocess` finds it.
+# import (library_loader.import_dependencies): the thief's `import subprocess` finds it.
 import subprocess  # noqa: E402, F401
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "composer"))
