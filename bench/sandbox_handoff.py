@@ -55,7 +55,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
-    root = tempfile.mkdtemp(prefix="sandbox-handoff-")
+    with tempfile.TemporaryDirectory(prefix="sandbox-handoff-") as root:
+        _measure(root, args.calls)
+
+
+def _measure(root: str, calls: int) -> None:
+    """The echo and stamp functions in ``root``, measured side by side."""
     os.makedirs(os.path.join(root, "functions"))
     with open(os.path.join(root, "functions", "echo.py"), "w", encoding="utf-8") as handle:
         handle.write("def handler(event, context):\n    return event\n")
@@ -69,7 +74,7 @@ def main() -> None:
     sandboxes.ready()
     loaded = LoadedFunction(spec, load_module(root, spec))
     print(f"{'payload':10} {'thread ms':>10} {'sandbox ms':>11} {'fork ms':>9} "
-          f"{'hand-off ms':>12}  (round trips, then one way; medians of {args.calls} calls)")
+          f"{'hand-off ms':>12}  (round trips, then one way; medians of {calls} calls)")
     try:
         for name, event in PAYLOADS.items():
             def in_sandbox(event: Any = event) -> Any:
@@ -77,12 +82,12 @@ def main() -> None:
                                                "timeout": None, "env": {}}, None)["value"]
 
             assert in_sandbox() == event  # the payload made the whole trip
-            thread = _median_ms(lambda e=event: loaded.invoke(copy_event(e)), args.calls)
-            sandbox = _median_ms(in_sandbox, args.calls)
+            thread = _median_ms(lambda e=event: loaded.invoke(copy_event(e)), calls)
+            sandbox = _median_ms(in_sandbox, calls)
             fork = _median_ms(lambda e=event: run_forked([lambda: loaded.invoke(e)], 1),
-                              max(10, args.calls // 10))
+                              max(10, calls // 10))
             one_way = []
-            for _ in range(args.calls):
+            for _ in range(calls):
                 began = time.perf_counter()
                 entered = sandboxes.call("stamp", {"state": "stamp", "event": event,
                                                    "timeout": None, "env": {}}, None)["value"]
