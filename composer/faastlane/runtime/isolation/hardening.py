@@ -202,7 +202,7 @@ def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
     # ever allocated there (an empty dict's first table landed in the private heap
     # before cpython-mpk patch 0008).
     domain_names: dict[int, str | None] = dict.fromkeys(range(_SLOTS))
-    # Slots whose code is the libraries a function imports (private_heaps' loader).
+    # Slots whose code is the libraries a function imports (library_loader.py).
     library_slots: set[int] = set()
     current_slot: list[Callable[[], int | None]] = []
     current_thread = threading.current_thread
@@ -423,7 +423,7 @@ def _make_hook(policy: Policy, owns: Callable[[int], bool] = lambda address: Fal
                     raise IsolationViolation(current(), why)
         elif event.startswith("ctypes."):
             ctypes_event(policy, current(), event, args, not in_domain(), frame(1).f_code,
-                         trusted, owns, in_libraries())
+                         trusted, owns, in_libraries)
 
     return hook
 
@@ -519,8 +519,9 @@ def _ctypes_event(policy: Policy, function: str | None, event: str,
                   args: tuple[Any, ...], cache: bool, code: Any = None,
                   trusted: Callable[[Any], bool] = lambda code: False,
                   owns: Callable[[int], bool] = lambda address: False,
-                  libraries: bool = False) -> None:
-    if function is not None and policy.refuse_ctypes and not libraries:
+                  libraries: Callable[[], bool] = lambda: False) -> None:
+    # Asked only of function code: every ctypes memory access raises an event.
+    if function is not None and policy.refuse_ctypes and not libraries():
         # Any use at all: with patch 0009 every call and memory access raises one.
         # Except a trusted library's own objects (numpy's ndarray.ctypes), in the
         # function's own domain.
