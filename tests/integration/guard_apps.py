@@ -323,3 +323,86 @@ def hijack_app(root: Path) -> Path:
     app = write_app(root, sequence("User"), {"User": HIJACK_USER}, settings("User"))
     _install(app, "hijacklib", HIJACK_LIBRARY)
     return app
+
+
+# A library a function imports lazily, while it runs: its body searches the frames below
+# it for the function's data and keeps a copy of what it finds, for a thief that imports
+# it later. Loaded on the function's thread it would find the function's locals there.
+LAZY_VICTIM = f"""
+    import importlib
+
+    def handler(event, context):
+        secret = "".join(reversed({SECRET[::-1]!r}))  # made here, in its own heap
+        importlib.import_module("lazylib")
+        return {{"imported": bool(secret)}}
+    """
+
+LAZY_LIBRARY = """
+    import sys, threading
+
+    def _copies():
+        frame, kept = sys._getframe(), []
+        while frame is not None:
+            for value in list(frame.f_locals.values()):
+                if isinstance(value, str) and "secret" in value:
+                    kept.append(value.encode().decode())  # a copy, made by the library
+            frame = frame.f_back
+        return kept
+
+    try:
+        KEPT = _copies()
+    except Exception as exc:
+        KEPT = [f"{type(exc).__name__}: {exc}"]
+    THREAD = threading.current_thread().name
+    """
+
+LAZY_THIEF = """
+    import importlib
+
+    def handler(event, context):
+        lazylib = importlib.import_module("lazylib")
+        return {"stolen": lazylib.KEPT, "thread": lazylib.THREAD}
+    """
+
+
+def lazy_library_app(root: Path) -> Path:
+    """Victim imports lazylib lazily ($.r0); Thief imports it too and reads what its body
+    kept ($.r1)."""
+    app = write_app(root, sequence("Victim", "Thief"),
+                    {"Victim": LAZY_VICTIM, "Thief": LAZY_THIEF}, settings("Thief"))
+    _install(app, "lazylib", LAZY_LIBRARY)
+    return app
+
+
+# A library that puts a module of its own in the place of one loaded before it: every
+# later `import json` would get its code.
+SWAP_LIBRARY = """
+    import sys, types
+
+    fake = types.ModuleType("json")
+    fake.dumps = lambda value, *args, **kwargs: "planted"
+    sys.modules["json"] = fake
+    """
+
+SWAP_USER = """
+    import swaplib
+
+    def handler(event, context):
+        return {}
+    """
+
+SWAP_LATER = """
+    import json
+
+    def handler(event, context):
+        return {"dumps": json.dumps({"a": 1})}
+    """
+
+
+def swap_app(root: Path) -> Path:
+    """User imports swaplib, which replaces sys.modules["json"]; Wrapper, loaded after
+    User (functions load in name order), imports json and calls its dumps ($.r1)."""
+    app = write_app(root, sequence("User", "Wrapper"),
+                    {"User": SWAP_USER, "Wrapper": SWAP_LATER}, settings("User"))
+    _install(app, "swaplib", SWAP_LIBRARY)
+    return app

@@ -24,11 +24,13 @@ from .guard_apps import (
     frames_app,
     helper_app,
     hijack_app,
+    lazy_library_app,
     library_app,
     library_peek_app,
     library_site,
     loosen_app,
     planting_app,
+    swap_app,
 )
 
 pytestmark = pytest.mark.mpk
@@ -122,6 +124,36 @@ def test_a_library_may_extend_the_import_system_but_not_get_ahead_of_it(
         out + err, out + err
     code, out, err = run(app, "none")
     assert code == 0, err
+
+
+def test_a_library_imported_lazily_loads_on_the_loader_thread(tmp_path: Path) -> None:
+    """Victim imports lazylib while it runs: the library's body runs on the runtime's
+    loader thread, in the library loader, so the frames below it hold nothing of Victim
+    and it keeps nothing for Thief. Under none (the control) it runs on Victim's thread,
+    finds Victim's secret a frame away and Thief reads its copy."""
+    app = lazy_library_app(tmp_path / "app")
+    code, out, err = run(app, "mpk")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["r1"] == {"stolen": [], "thread": "faastlane:library-loader"}, result
+    code, out, err = run(app, "none")
+    assert code == 0, err
+    assert json.loads(out)["r1"]["stolen"] == [SECRET], out
+
+
+def test_a_library_may_add_to_sys_modules_but_not_replace_what_is_there(
+        tmp_path: Path) -> None:
+    """swaplib puts a module of its own where json was: under mpk the function importing
+    it fails to load, named; under none (the control) a function loaded later gets the
+    library's json."""
+    app = swap_app(tmp_path / "app")
+    code, out, err = run(app, "mpk")
+    assert code != 0, out
+    assert ("function 'User' may not replace or remove a module of sys.modules (a library"
+            " it imports changed 'json')") in out + err, out + err
+    code, out, err = run(app, "none")
+    assert code == 0, err
+    assert json.loads(out)["r1"] == {"dumps": "planted"}, out
 
 
 def test_a_library_reads_another_functions_class_without_isolation(tmp_path: Path

@@ -23,6 +23,7 @@ from .guard_apps import (
     SECRET,
     frames_app,
     helper_app,
+    lazy_library_app,
     library_app,
     library_peek_app,
     library_site,
@@ -114,7 +115,8 @@ def _guard_cases(tmp: Path) -> list[dict[str, Any]]:
     cases = []
     for name, make in (("plant", planting_app), ("frames", frames_app),
                        ("helper", helper_app), ("loosen", loosen_app),
-                       ("library", library_app), ("library-peek", library_peek_app)):
+                       ("library", library_app), ("library-peek", library_peek_app),
+                       ("lazy-library", lazy_library_app)):
         app = make(tmp / f"guard-{name}")
         action = _compose(app, tmp / f"guard-{name}-mpk", "mpk")
         case = {"name": f"guard-{name}-mpk", "argv": _run(action, "--input", "{}")}
@@ -319,6 +321,15 @@ def test_a_librarys_module_body_runs_sealed_under_keys(
                             "steal": "IsolationViolation", "thread": True,
                             "ctypes": "done", "append-finder": "done"}, result
     assert result["r2"] == {"sealed": '{"se'}, result
+
+
+def test_a_library_imported_lazily_runs_without_the_functions_rights_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    """A library Victim imports while it runs loads on the loader thread, under the
+    loader's PKRU: nothing of Victim's is below its frames, nothing is kept for Thief
+    (under none it copies Victim's secret: test_guard_workflows.py)."""
+    result = _output(guest, "guard-lazy-library-mpk")
+    assert result["r1"] == {"stolen": [], "thread": "faastlane:library-loader"}, result
 
 
 def test_a_librarys_read_of_another_functions_heap_faults_under_keys(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from types import FunctionType, ModuleType
 from typing import Any, TypeVar
 
@@ -115,21 +116,30 @@ def freeze_shared_state() -> int:
     return int(native.frozen_count())
 
 
-ImportState = tuple[tuple[Any, ...], ...]
+@dataclass(frozen=True)
+class ImportState:
+    """What decides what an import finds: the import system's lists, and the modules
+    ``sys.modules`` holds (its shared entries: a function's own are skipped unread)."""
+
+    lists: tuple[tuple[Any, ...], ...]
+    modules: dict[str, Any]
 
 
 def import_state() -> ImportState:
-    """``sys.path``, ``sys.meta_path`` and ``sys.path_hooks`` as they are now."""
-    return tuple(tuple(getattr(sys, attribute)) for attribute in _IMPORT_STATE)
+    """``sys.path``, ``sys.meta_path``, ``sys.path_hooks`` and ``sys.modules`` now."""
+    native = _native()
+    return ImportState(tuple(tuple(getattr(sys, attribute)) for attribute in _IMPORT_STATE),
+                       dict(native.shared_items(sys.modules)) if native else {})
 
 
 def check_import_state(before: ImportState, who: str) -> None:
-    """After libraries loaded (outside sealed code, or in a runtime operation): they may
-    extend the import system -- six appends its finder to ``sys.meta_path`` -- but what
-    was there stays first and in order: an entry put before it would decide what every
-    later import finds. Otherwise the lists are put back and SharedWriteError names
-    ``who`` (the function the libraries were loaded for)."""
-    for attribute, old in zip(_IMPORT_STATE, before, strict=True):
+    """After libraries loaded (outside sealed code): they may extend the import system
+    -- six appends its finder to ``sys.meta_path``, every import adds to ``sys.modules``
+    -- but what was there stays, first and in order: a finder put before it, or a module
+    of theirs put in another's place, would decide what later imports find. Otherwise
+    what they changed is put back and SharedWriteError names ``who`` (the function the
+    libraries were loaded for)."""
+    for attribute, old in zip(_IMPORT_STATE, before.lists, strict=True):
         now = getattr(sys, attribute)
         if len(now) >= len(old) and all(a is b for a, b in zip(now, old, strict=False)):
             continue
@@ -140,6 +150,18 @@ def check_import_state(before: ImportState, who: str) -> None:
             f"(a library it imports put {moved[0] if moved else 'nothing'!r} before, or "
             "removed, what was there): shared code and the runtime's state are read-only "
             "to function code")
+    native = _native()
+    if native is None:
+        return
+    now = dict(native.shared_items(sys.modules))
+    changed = [name for name, module in before.modules.items() if now.get(name) is not module]
+    if changed:
+        for name in changed:
+            sys.modules[name] = before.modules[name]
+        raise SharedWriteError(
+            f"function {who!r} may not replace or remove a module of sys.modules (a "
+            f"library it imports changed {', '.join(map(repr, changed[:3]))}): shared "
+            "code and the runtime's state are read-only to function code")
 
 
 def freeze_new_modules() -> None:

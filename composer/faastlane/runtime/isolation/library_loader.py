@@ -10,6 +10,11 @@ read-only to them is what the runtime froze (``guard.py``): the code of every mo
 loaded before. The hardening lets them load and use ctypes (``hardening.name_domain``
 with ``libraries=True``), as scipy does while it loads.
 
+A library a function imports lazily, while it runs (``importlib.import_module``,
+Pillow's plugins, ``_strptime``), is loaded there too, by the runtime's *loader thread*:
+the function's thread hands it the name and waits. Imported on the function's own
+thread, the library's body would run with the function's PKRU, its data a frame away.
+
 Standard library only: this ships inside composed actions.
 """
 
@@ -19,7 +24,11 @@ import ast
 import importlib
 import os
 import pkgutil
+import queue
 import sys
+import threading
+from collections.abc import Callable
+from typing import Any
 
 from ..engine import fault_reports
 from ..engine.functions import FunctionSpec
@@ -81,11 +90,12 @@ def import_dependencies(root: str, spec: FunctionSpec) -> None:
              if name.split(".")[0] not in own]
     if not names:
         return
-    loader = _library_loader(spec.name)
-    guard.freeze_shared_state()  # the first function's libraries too find it frozen
-    before = guard.import_state()
-    loader.run_sealed(_import_libraries, names)
-    guard.check_import_state(before, spec.name)
+    with _LOADING:
+        loader = _library_loader(spec.name)
+        guard.freeze_shared_state()  # the first function's libraries too find it frozen
+        before = guard.import_state()
+        loader.run_sealed(_import_libraries, names)
+        guard.check_import_state(before, spec.name)
     # Their namespaces are frozen once the function has loaded (load): libraries
     # choose an implementation on first use and rebind it (urllib3's wait_for_socket),
     # and the function's set-up is often that first use.
@@ -110,6 +120,8 @@ def _library_loader(function: str) -> domains.ProtectionDomain:
 
 
 _LIBRARY_LOADER: list[domains.ProtectionDomain] = []
+# One import in the loader at a time: its name is the function it loads for.
+_LOADING = threading.Lock()
 
 
 def _import_libraries(names: list[str]) -> None:
@@ -129,3 +141,94 @@ def _imported_names(files: list[str]) -> set[str]:
             names.add(node.module)
             names.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
     return names
+
+
+# ------------------------------------------------------------------ lazy imports
+
+FindAndLoad = Callable[[str, Any], Any]  # importlib._bootstrap._find_and_load
+
+
+class _Request:
+    """A lazy import handed to the loader thread. Made by a runtime operation
+    (``call_shared``) on the function's thread: shared, readable by the loader."""
+
+    __slots__ = ("function", "name", "import_", "done", "module", "error")
+
+    def __init__(self, function: str, name: str, import_: Any) -> None:
+        self.function, self.name, self.import_ = function, name, import_
+        self.done = threading.Lock()
+        self.done.acquire()  # released by the loader thread once the import ended
+        self.module: Any = None
+        self.error: BaseException | None = None
+
+
+class _LoaderThread:
+    """The runtime's thread that imports what functions import lazily, one import at a
+    time, in the library loader. Started outside every domain (a thread a sealed thread
+    started would be born sealed in its domain); a forked child starts its own."""
+
+    def __init__(self, find_and_load: FindAndLoad) -> None:
+        self.find_and_load = find_and_load
+        self.requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, daemon=True,
+                                       name="faastlane:library-loader")
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            request = self.requests.get()
+            try:
+                with _LOADING:
+                    loader = _library_loader(request.function)
+                    before = guard.import_state()
+                    try:
+                        request.module, request.error = loader.run_sealed(
+                            self._import, request.name, request.import_)
+                    finally:  # what it imported, even in part, is shared code from now on
+                        guard.freeze_new_modules()
+                        guard.check_import_state(before, request.function)
+            except BaseException as exc:  # noqa: BLE001 - the waiting function's error
+                request.error = exc
+            finally:
+                request.done.release()
+
+    def _import(self, name: str, import_: Any) -> tuple[Any, BaseException | None]:
+        try:
+            return self.find_and_load(name, import_), None
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the function's thread
+            return None, exc
+
+
+_THREAD: list[_LoaderThread] = []
+_FIND_AND_LOAD: list[FindAndLoad] = []
+
+
+def serve_lazy_imports(find_and_load: FindAndLoad) -> None:
+    """Have lazy imports of functions loaded by ``find_and_load`` on the loader thread
+    (once per process, outside every domain; ``start_loader_thread`` starts it)."""
+    if not _FIND_AND_LOAD:
+        _FIND_AND_LOAD.append(find_and_load)
+        os.register_at_fork(after_in_child=_THREAD.clear)
+    start_loader_thread()
+
+
+def start_loader_thread() -> None:
+    """Start the loader thread if this process has none yet: call outside every domain,
+    before a function's code runs (a forked child has lost its parent's thread)."""
+    if not _THREAD and _FIND_AND_LOAD:
+        _THREAD.append(_LoaderThread(_FIND_AND_LOAD[0]))
+
+
+@guard.broker
+def import_lazily(function: str, name: str, import_: Any) -> Any:
+    """Import ``name`` for ``function`` on the loader thread and wait: a runtime
+    operation a function's thread runs (``call_shared``), so that the request is shared.
+    The module, or the import's exception, as ``find_and_load`` gives it."""
+    if not _THREAD:
+        raise ImportError(f"{name}: no library loader runs in this process", name=name)
+    request = _Request(function, sys.intern(name), import_)
+    _THREAD[0].requests.put(request)
+    request.done.acquire()
+    if request.error is not None:
+        raise request.error
+    return request.module

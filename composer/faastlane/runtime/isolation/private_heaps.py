@@ -149,6 +149,7 @@ class DomainFunction:
         # Both keys set here, outside: inside, the context only replaces a value.
         current.view, current.context = self.environment, None
         self.invocations += 1
+        library_loader.start_loader_thread()  # a forked child's own, started outside
         hardening.confine_thread()  # no CAP_SYS_PTRACE on a thread running its code
         check = _check_due(self)
         start = time.perf_counter()

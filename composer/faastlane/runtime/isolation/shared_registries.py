@@ -4,7 +4,8 @@ An ``isinstance`` check against an ABC caches a weak reference to the checked cl
 the ABC; ``logging.getLogger`` registers the new logger in the manager's table; an
 ``enum.Flag`` caches every combination of its members it makes; ``copy`` and ``pickle``
 store a class's ``__slotnames__`` in the class on first use; a module imported lazily
-inside a function (Pillow's plugins, ``_strptime``) registers itself in shared tables.
+inside a function (Pillow's plugins, ``_strptime``) registers itself in shared tables
+(it is loaded by the library loader's thread).
 Made inside a domain, those objects would be private yet reachable from shared state --
 escapes, and faults for the next function that walks the registry. What they hold is
 type and configuration, not a function's data: they are made shared
@@ -25,7 +26,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from . import domains, guard, hardening
+from . import domains, guard, hardening, library_loader
 
 # The top-level module names of the function running on the calling thread (imported
 # inside its domain), or None.
@@ -65,30 +66,18 @@ def _shared_finalizers_for_exit(cls: type) -> list[Any]:
 def _find_and_load_shared(find_and_load: Callable[..., Any],
                           own_names: OwnNames) -> Callable[..., Any]:
     """The import system's loader, importing shared whatever is not the running
-    function's own: a library imported lazily inside a function serves every function."""
+    function's own: a library imported lazily inside a function serves every function.
+    It is loaded in the library loader by the loader thread (library_loader.py), not on
+    the function's thread, whose PKRU would open the function's heap to its body."""
     native = domains.native_module()
-
-    @guard.broker(guarded=True)
-    def import_guarded(name: str, import_: Any) -> Any:
-        # The libraries' module bodies: they may change what they make, not what the
-        # runtime froze (the code of every module loaded before).
-        return find_and_load(name, import_)
-
-    @guard.broker
-    def load_shared(name: str, import_: Any) -> Any:
-        # The name becomes sys.modules' key: intern it, a shared copy (patch 0005).
-        before = guard.import_state()
-        try:
-            return native.call_shared(import_guarded, sys.intern(name), import_)
-        finally:  # what it imported, even in part, is shared code from now on
-            guard.freeze_new_modules()
-            guard.check_import_state(before, hardening.current_function() or "<a function>")
+    library_loader.serve_lazy_imports(find_and_load)
 
     def find_and_load_shared(name: str, import_: Any) -> Any:
         own = own_names()
         if native.current_domain() is None or own is None or name.partition(".")[0] in own:
             return find_and_load(name, import_)
-        return native.call_shared(load_shared, name, import_)
+        function = hardening.current_function() or "<a function>"
+        return native.call_shared(library_loader.import_lazily, function, name, import_)
 
     return find_and_load_shared
 
