@@ -794,6 +794,18 @@ faastlane_freeze(PyObject *module, PyObject *args, PyObject *kwargs)
 }
 
 static PyObject *
+faastlane_guard_queue_type(PyObject *module, PyObject *type)
+{
+    if (is_sealed()) {
+        return refuse_sealed("guard a queue type");
+    }
+    if (_PyMPK_GuardQueueType(type) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 faastlane_frozen_count(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     return PyLong_FromSsize_t(_PyMPK_FrozenCount());
@@ -946,6 +958,11 @@ static PyMethodDef faastlane_methods[] = {
      "every store by function code but none by libraries as they load (the "
      "library loader, a guarded import).  label names it in SharedWriteError.  "
      "Refused to sealed code; kept alive for good."},
+    {"guard_queue_type", faastlane_guard_queue_type, METH_O,
+     "guard_queue_type(type)\n--\n\nFrom now on, get and put (and their "
+     "_nowait forms) of queue.SimpleQueue objects refuse function code with "
+     "SharedWriteError unless the queue is its own (made in its private heap): "
+     "the runtime's queues carry other functions' data in flight."},
     {"frozen_count", faastlane_frozen_count, METH_NOARGS,
      "frozen_count()\n--\n\nHow many objects are frozen."},
     {"register_broker", (PyCFunction)(void (*)(void))faastlane_register_broker,

@@ -333,6 +333,28 @@ _PyMPK_GuardShared(PyObject *op, int kind, PyObject *name)
     return refuse(op, kind, name);
 }
 
+/* A channel between threads (a queue.SimpleQueue) used by a guarded thread
+ * with a private heap: only its own.  The runtime hands a function's input
+ * and result between its threads through shared queues; what waits in one
+ * is another function's data in flight, readable under any key once taken
+ * out.  Heapless code (libraries loading) makes and uses shared queues. */
+int
+_PyMPK_GuardChannel(PyObject *op, const char *what)
+{
+    if (!_PyMPK_Guarded || heapless() || _PyMPK_Owns(op)) {
+        return 0;
+    }
+    PyObject *function = function_name();
+    if (function != NULL) {
+        PyErr_Format(_PyMPK_SharedWriteError,
+                     "function '%U' may not %s a shared %s: what other "
+                     "threads hand on through it is not the function's",
+                     function, what, Py_TYPE(op)->tp_name);
+        Py_DECREF(function);
+    }
+    return -1;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Brokered calls                                                         */
 

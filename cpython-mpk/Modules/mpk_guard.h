@@ -22,6 +22,14 @@ int _PyMPK_RegisterBroker(PyObject *callable, int guarded);
 /* The name a sealed slot's refusals give (the function's). */
 int _PyMPK_NameSlot(int slot, PyObject *name);
 
+/* Whether the calling thread may `what` (get from, put into) the channel
+ * `op`: function code only its own.  0, or -1 with SharedWriteError set. */
+int _PyMPK_GuardChannel(PyObject *op, const char *what);
+
+/* queue.SimpleQueue's get/put (and _nowait) ask _PyMPK_GuardChannel first
+ * (mpk_channels.c).  0, or -1 with an exception set. */
+int _PyMPK_GuardQueueType(PyObject *type);
+
 /* call_shared: `callable(*args)` allocating in the shared heap.  From a
  * sealed thread only a registered callable, brokered (pycore_mpk_guard.h). */
 PyObject *_PyMPK_CallShared(PyObject *callable, PyObject *const *args,

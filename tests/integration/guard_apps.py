@@ -406,3 +406,169 @@ def swap_app(root: Path) -> Path:
                     {"User": SWAP_USER, "Wrapper": SWAP_LATER}, settings("User"))
     _install(app, "swaplib", SWAP_LIBRARY)
     return app
+
+
+# Data in flight through the runtime's queues: Thief starts threads that wait on every
+# queue of the runtime's worker threads (reached through threading.enumerate()), take
+# what passes -- the next function's job, a function's result -- search it, and put it
+# back. Its next invocation reports what they found and what refused them.
+QUEUE_THIEF = """
+    import threading, time
+
+    FOUND, REFUSED = [], []
+
+    def strings(value, depth=0):
+        if depth > 8:
+            return
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for item in list(value.values()):
+                yield from strings(item, depth + 1)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                yield from strings(item, depth + 1)
+        elif callable(value) and getattr(value, "__closure__", None):
+            for cell in value.__closure__:
+                try:
+                    yield from strings(cell.cell_contents, depth + 1)
+                except ValueError:
+                    pass
+
+    def queues():
+        for thread in threading.enumerate():
+            worker = getattr(getattr(thread, "_target", None), "__self__", None)
+            for name in ("inbox", "outbox"):
+                if hasattr(worker, name):
+                    yield getattr(worker, name)
+
+    def grab(queue):
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            try:
+                # Waiting from before the runtime's own waiter: first to be handed
+                # the next item (a SimpleQueue hands it to its longest waiter).
+                item = queue.get(timeout=end - time.monotonic())
+            except Exception as exc:
+                if type(exc).__name__ != "Empty":
+                    REFUSED.append(type(exc).__name__)
+                    return
+                continue
+            FOUND.extend(s for s in strings(item) if "secret" in s)
+            queue.put(item)
+
+    def tap_every_queue():  # workers start on first use: look again until the end
+        tapped, end = set(), time.monotonic() + 3
+        while time.monotonic() < end:
+            for queue in queues():
+                if id(queue) not in tapped:
+                    tapped.add(id(queue))
+                    for _ in range(4):  # four takers for each of the runtime's one
+                        threading.Thread(target=grab, args=(queue,), daemon=True).start()
+            time.sleep(0.001)
+
+    def handler(event, context):
+        if event.get("read"):
+            return {"stolen": sorted(set(FOUND)), "refused": sorted(set(REFUSED))}
+        threading.Thread(target=tap_every_queue, daemon=True).start()
+        return {"tapping": True}
+    """
+
+PASS_ON = """
+    def handler(event, context):
+        return {"passed": len(str(event))}
+    """
+
+
+def queue_tap_app(root: Path) -> Path:
+    """Source and Sink run once (their warm threads then wait on their queues); Thief
+    taps the runtime's queues ($.tap) and a Wait lets its taps start; Source makes a
+    secret, Sink gets it as its input; after a Wait, Thief reports what its taps took
+    ($.read). The machine's TimeoutSeconds makes none hand results back through the
+    queues as mpk does (POOL.run; without it none relays, which no taker outwaits)."""
+    workflow = chain(("Warm", task("Source", ResultPath="$.warm")),
+                     ("WarmSink", task("Sink", InputPath="$.warm", ResultPath="$.warm")),
+                     ("Tap", task("Thief", ResultPath="$.tap")),
+                     ("Settle", {"Type": "Wait", "Seconds": 1}),  # the taps are in place
+                     ("Victim", task("Source", ResultPath="$.victim")),
+                     ("Sink", task("Sink", InputPath="$.victim", ResultPath="$.sink")),
+                     ("Wait", {"Type": "Wait", "Seconds": 3}),
+                     ("Read", task("Thief", Parameters={"read": True}, ResultPath="$.read")))
+    workflow["TimeoutSeconds"] = 60
+    return write_app(root, workflow, {"Source": SOURCE, "Thief": QUEUE_THIEF,
+                                      "Sink": PASS_ON}, settings("Thief"))
+
+
+# Class 3 by reachability: from every module in sys.modules, follow attributes,
+# containers, closures, bound methods and weak references -- no gc, no frames -- and
+# report every path to the needle. The Victim's data in flight must be on none of them;
+# its module's own constant (reachable under none through the function registry) is
+# the walk's control.
+WALKER = """
+    import collections, sys, weakref
+
+    ATTRIBUTES = ("__dict__", "__closure__", "__self__", "__func__", "__defaults__",
+                  "__kwdefaults__", "__wrapped__", "cell_contents", "__globals__",
+                  "args", "keywords", "func", "maps", "_target", "_args", "_kwargs")
+
+    def children(value, path):
+        if isinstance(value, dict):
+            for key, item in list(value.items()):
+                yield key, f"{path}.key"
+                yield item, f"{path}[{key!r}]"
+        elif isinstance(value, (list, tuple, set, frozenset, collections.deque)):
+            for i, item in enumerate(list(value)):
+                yield item, f"{path}[{i}]"
+        if isinstance(value, weakref.ref):
+            yield value(), f"{path}()"
+        for name in ATTRIBUTES:
+            try:
+                yield getattr(value, name), f"{path}.{name}"
+            except Exception:
+                pass
+        for klass in type(value).__mro__:
+            slots = klass.__dict__.get("__slots__", ())
+            for name in [slots] if isinstance(slots, str) else slots:
+                try:
+                    yield getattr(value, name), f"{path}.{name}"
+                except Exception:
+                    pass
+
+    def handler(event, context):
+        needles = {event["needle"][::-1]: [], event["control"][::-1]: []}
+        seen = set()
+        todo = [(module, f"sys.modules[{name!r}]") for name, module in
+                list(sys.modules.items())]
+        while todo:
+            value, path = todo.pop()
+            if id(value) in seen or isinstance(value, (int, float, bytes, type(None))):
+                continue
+            seen.add(id(value))
+            if isinstance(value, str):
+                for needle, paths in needles.items():
+                    if needle in value:
+                        paths.append(path)
+                continue
+            todo.extend(children(value, path))
+        return {"in flight": needles[event["needle"][::-1]][:5],
+                "control": bool(needles[event["control"][::-1]]), "walked": len(seen)}
+    """
+
+CONSTANT = "holder-module-constant-0815"
+
+HOLDER = f"""
+    CONSTANT = {CONSTANT!r}
+
+    def handler(event, context):
+        return {{"data": "".join(reversed({SECRET[::-1]!r}))}}  # made now: in flight
+    """
+
+
+def walker_app(root: Path) -> Path:
+    """Holder's result is in the state data while Walker walks ($.walk)."""
+    workflow = chain(("Holder", task("Holder", ResultPath="$.held")),
+                     ("Walk", task("Walker", Parameters={"needle": SECRET[::-1],
+                                                         "control": CONSTANT[::-1]},
+                                   ResultPath="$.walk")))
+    return write_app(root, workflow, {"Holder": HOLDER, "Walker": WALKER},
+                     settings("Walker"))

@@ -30,7 +30,9 @@ from .guard_apps import (
     library_site,
     loosen_app,
     planting_app,
+    queue_tap_app,
     swap_app,
+    walker_app,
 )
 
 pytestmark = pytest.mark.mpk
@@ -69,6 +71,35 @@ def test_frames_below_a_function_are_out_of_its_reach(tmp_path: Path) -> None:
     code, out, err = run(app, "mpk")
     assert code == 0, err
     assert json.loads(out)["thief"]["stolen"] == ["refused: IsolationViolation"], out
+
+
+def test_the_runtimes_queues_are_not_function_codes_to_take_from(tmp_path: Path
+                                                                 ) -> None:
+    """Class 3 through the runtime's own channels: Thief's threads wait on the queues of
+    the runtime's worker threads (found through threading.enumerate()) and take the
+    result Source hands back. Under none (the control) they take Source's secret; under
+    mpk a get from a queue that is not the function's own is refused, and nothing is
+    taken."""
+    app = queue_tap_app(tmp_path / "app")
+    code, out, err = run(app, "none")
+    assert code == 0, err
+    assert json.loads(out)["read"] == {"stolen": [SECRET], "refused": []}, out
+    code, out, err = run(app, "mpk")
+    assert code == 0, err
+    assert json.loads(out)["read"] == {"stolen": [], "refused": ["SharedWriteError"]}, out
+
+
+def test_data_in_flight_is_on_no_path_from_a_module(tmp_path: Path) -> None:
+    """Class 3 by reachability, under none, where nothing else stands in the way: a walk
+    from every module through attributes, containers, closures, bound methods and weak
+    references finds Holder's module constant (the walk works) but not the result
+    Holder handed on, which is in the state data while Walker runs. A runtime change
+    that leaves data in flight where a module's objects lead fails here."""
+    code, out, err = run(walker_app(tmp_path / "app"), "none")
+    assert code == 0, err
+    walk = json.loads(out)["walk"]
+    assert walk["control"] is True, walk
+    assert walk["in flight"] == [], walk
 
 
 def test_a_helper_modules_body_runs_sealed_in_its_function(tmp_path: Path) -> None:

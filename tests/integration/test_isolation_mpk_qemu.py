@@ -29,6 +29,7 @@ from .guard_apps import (
     library_site,
     loosen_app,
     planting_app,
+    queue_tap_app,
 )
 from .mpk_apps import (
     BREAKOUT,
@@ -116,7 +117,7 @@ def _guard_cases(tmp: Path) -> list[dict[str, Any]]:
     for name, make in (("plant", planting_app), ("frames", frames_app),
                        ("helper", helper_app), ("loosen", loosen_app),
                        ("library", library_app), ("library-peek", library_peek_app),
-                       ("lazy-library", lazy_library_app)):
+                       ("lazy-library", lazy_library_app), ("queue-tap", queue_tap_app)):
         app = make(tmp / f"guard-{name}")
         action = _compose(app, tmp / f"guard-{name}-mpk", "mpk")
         case = {"name": f"guard-{name}-mpk", "argv": _run(action, "--input", "{}")}
@@ -321,6 +322,15 @@ def test_a_librarys_module_body_runs_sealed_under_keys(
                             "steal": "IsolationViolation", "thread": True,
                             "ctypes": "done", "append-finder": "done"}, result
     assert result["r2"] == {"sealed": '{"se'}, result
+
+
+def test_the_runtimes_queues_are_refused_to_function_code_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    """Data in flight through the runtime's queues: Thief's threads, waiting on the
+    worker threads' queues, are refused the get that would hand them Source's result
+    (under none they take it: test_guard_workflows.py)."""
+    result = _output(guest, "guard-queue-tap-mpk")
+    assert result["read"] == {"stolen": [], "refused": ["SharedWriteError"]}, result
 
 
 def test_a_library_imported_lazily_runs_without_the_functions_rights_under_keys(

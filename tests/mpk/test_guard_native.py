@@ -226,6 +226,59 @@ import os; os._exit(0)
     assert 'dumps intact {"a": 1}' in out
 
 
+def test_function_code_uses_only_its_own_queues(runtime: str) -> None:
+    """The runtime hands a function's input and result between threads through shared
+    queue.SimpleQueue objects: once guard_queue_type() ran, sealed code with a private
+    heap (a function, a thread it started) is refused get and put on a shared queue,
+    by method, by the class's method and through the _nowait forms; its own queue
+    works. The controls: the same calls outside sealed code, and in the library loader
+    (heapless: libraries make and use shared queues as they load)."""
+    out = run("""
+import queue
+RUNTIMES = queue.SimpleQueue()
+RUNTIMES.put("in flight")
+f.guard_queue_type(queue.SimpleQueue)
+f.guard_queue_type(queue.SimpleQueue)  # twice: once in effect
+def doors(prefix):
+    attempt(prefix + "get", lambda: RUNTIMES.get(timeout=0.01))
+    attempt(prefix + "get-nowait", lambda: RUNTIMES.get_nowait())
+    attempt(prefix + "class-get", lambda: queue.SimpleQueue.get(RUNTIMES, False))
+    attempt(prefix + "put", lambda: RUNTIMES.put("planted"))
+    attempt(prefix + "put-nowait", lambda: RUNTIMES.put_nowait("planted"))
+    attempt(prefix + "size", lambda: RUNTIMES.qsize())
+def function_code():
+    doors("sealed-")
+    own = queue.SimpleQueue()
+    attempt("own", lambda: (own.put(1), own.get()))
+    done = []
+    def thread():
+        doors("thread-")
+        done.append(True)
+    t = threading.Thread(target=thread)
+    t.start()
+    t.join()
+mine.run_sealed(function_code)
+loader = f.Domain()
+f.name_slot(loader.slot, "libraries of thief")
+loader.run_sealed(lambda: doors("heapless-"))
+doors("outside-")
+import os; os._exit(0)
+""", runtime)
+    for prefix in ("sealed-", "thread-"):
+        for door in ("get", "get-nowait", "class-get"):
+            assert (f"\n{prefix}{door} REFUSED function 'thief' may not get from a shared "
+                    "_queue.SimpleQueue") in "\n" + out, out
+        for door in ("put", "put-nowait"):
+            assert (f"\n{prefix}{door} REFUSED function 'thief' may not put into a "
+                    "shared _queue.SimpleQueue") in "\n" + out, out
+        assert f"\n{prefix}size DONE" in "\n" + out, out  # a count reads no item
+    assert "\nown DONE" in "\n" + out, out
+    for prefix in ("heapless-", "outside-"):
+        for door in ("get", "get-nowait", "class-get", "put", "put-nowait", "size"):
+            assert f"\n{prefix}{door} " in "\n" + out, out
+            assert f"\n{prefix}{door} REFUSED" not in "\n" + out, out
+
+
 def test_function_code_sees_no_frame_below_its_own(runtime: str) -> None:
     """Below a function's entry are the invoker's frames (its locals: data in flight).
     f_back and sys._getframe stop there; frames of shared code the function called, and

@@ -1,7 +1,7 @@
 """End-to-end cost of ``--isolation mpk`` on the example workflows, natively (no keys).
 
     python tests/mpk/bench/workflow_bench.py [--rounds N] [--escape-check every|sampled]
-                                             [--stock PYTHON]
+                                             [--stock PYTHON] [--keys off|auto|on]
 
 For each example it composes the action once, then runs warm instances in one process
 per configuration (the first five of each process -- a container's first instances, where
@@ -11,7 +11,9 @@ from the steady state) -- ``none`` and ``mpk`` on this runtime, and with ``--sto
 alternating them round by round so that load on a shared machine hits all alike, and
 prints the median milliseconds per instance and the ratios. Everything but the WRPKRU
 instruction is measured: gates, private heaps, C malloc routing, promotion, escape
-scans. Parallel states run on threads (``-Th``) so that the functions' own work
+scans. ``--keys auto`` (or ``on``) uses the CPU's protection keys where it has them
+(``FAASTLANE_MPK``; ``off``, the default, emulates none): then WRPKRU is measured too.
+Parallel states run on threads (``-Th``) so that the functions' own work
 dominates, not fork costs.
 """
 
@@ -81,7 +83,8 @@ def main(argv: list[str]) -> int:
     rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 3
     check = argv[argv.index("--escape-check") + 1] if "--escape-check" in argv else "sampled"
     stock = argv[argv.index("--stock") + 1] if "--stock" in argv else None
-    env = dict(os.environ, FAASTLANE_ESCAPE_CHECK=check, FAASTLANE_MPK="off")
+    keys = argv[argv.index("--keys") + 1] if "--keys" in argv else "off"
+    env = dict(os.environ, FAASTLANE_ESCAPE_CHECK=check, FAASTLANE_MPK=keys)
     with tempfile.TemporaryDirectory() as tmp:
         for example in EXAMPLES:
             actions = {mode: compose(example, mode, Path(tmp)) for mode in ("none", "mpk")}
@@ -100,7 +103,7 @@ def main(argv: list[str]) -> int:
                     warm_up[name] += times["warm_up"]
             ms = {name: statistics.median(times) for name, times in samples.items()}
             first = {name: statistics.median(times) for name, times in warm_up.items()}
-            report = {"example": example, "escape_check": check,
+            report = {"example": example, "escape_check": check, "keys": keys,
                       **{f"{name}_ms": round(v, 2) for name, v in ms.items()},
                       "mpk_over_none": round(ms["mpk"] / ms["none"], 3),
                       "instances_per_config": len(samples["none"]),

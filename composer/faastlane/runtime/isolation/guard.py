@@ -25,6 +25,7 @@ Standard library only: this ships inside composed actions.
 
 from __future__ import annotations
 
+import queue
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -89,6 +90,17 @@ def broker(function: F | None = None, *, guarded: bool = False) -> Any:
         return target
 
     return register if function is None else register(function)
+
+
+def guard_channels() -> None:
+    """From now on function code may get from or put into only its own
+    ``queue.SimpleQueue`` objects (cpython-mpk/Modules/mpk_channels.c): the runtime's
+    hand a function's input and result between threads, and one taken out of a
+    shared queue would be another function's data in flight. Call outside domains,
+    before any function's code runs."""
+    native = _native()
+    if native is not None:
+        native.guard_queue_type(queue.SimpleQueue)
 
 
 def name_slot(slot: int, function: str) -> None:

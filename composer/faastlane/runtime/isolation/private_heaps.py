@@ -542,6 +542,7 @@ def _warm_shared_state() -> None:
         return
     _warmed = True
     _route_c_malloc()
+    guard.guard_channels()  # the runtime's queues carry data in flight
     module_instances.install(_function_instances)
     for name in _WARM_CODECS:
         codecs.lookup(name)
