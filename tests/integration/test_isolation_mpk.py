@@ -300,3 +300,32 @@ def test_numpy_ctypes_of_a_functions_own_array_works_under_mpk(tmp_path: Path) -
     assert done.code == 0, done.stderr
     assert out == json.loads(done.stdout) == {"pointer_matches": True, "shape": [3, 4],
                                               "sum": 66.0}
+
+
+THREAD_IMPORTS = """
+import importlib, threading
+
+def handler(event, context):
+    out = {}
+    def work():  # a library first imported by a thread the function started
+        out["module"] = importlib.import_module(event["module"]).__name__
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    return out
+"""
+
+
+def test_a_library_a_functions_thread_imports_is_shared(tmp_path: Path) -> None:
+    """A thread a function starts runs in its domain without the invoker's bookkeeping;
+    a library it imports lazily is still loaded shared, by the loader thread, and
+    serves the next function: no escape into sys.modules."""
+    workflow = chain(("First", task("Importer", Parameters={"module": "colorsys"},
+                                    ResultPath="$.first")),
+                     ("Again", task("Other", Parameters={"module": "colorsys"},
+                                    ResultPath="$.again")))
+    app = write_app(tmp_path / "app", workflow, {"Importer": THREAD_IMPORTS,
+                                                 "Other": THREAD_IMPORTS})
+    code, out, err = run(app)
+    assert code == 0, err
+    assert out["first"] == out["again"] == {"module": "colorsys"}, out

@@ -434,6 +434,7 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
     hardening.name_domain(fn.domain.slot, spec.name)
     name = module_name(spec, MODULE_PREFIX)
     fn.own_names = library_loader.own_names(root, spec)
+    _own_by_slot[fn.domain.slot] = fn.own_names  # for the threads its code starts
     # Outside the domain: the routing tables of its own modules are shared.
     own_namespace(root, spec, name)
     try:
@@ -443,6 +444,7 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
         # thread, the second function read the first one's.
         error = POOL.run(spec.name, lambda: _load_on_own_thread(root, fn, name))
     except BaseException:
+        del _own_by_slot[fn.domain.slot]
         fn.domain.destroy()  # nothing shared refers into it yet
         raise
     if error is not None:
@@ -557,7 +559,7 @@ def _warm_shared_state() -> None:
     platform.python_implementation()
     for alias in ("Pattern", "Match", "ContextManager", "AsyncContextManager"):
         getattr(typing, alias)  # made and cached by typing.__getattr__ on first access
-    shared_registries.install(lambda: getattr(_running, "own", None))
+    shared_registries.install(_own_names_here)
 
 
 MALLOC_VARIABLE = "FAASTLANE_MPK_MALLOC"
@@ -616,6 +618,19 @@ def _find_caches() -> None:
 
 
 _running = threading.local()  # .own, .fn: the function on this thread, its own_names
+# Domain slot -> that function's own_names: a thread its code started has no _running.
+_own_by_slot: dict[int, frozenset[str]] = {}
+
+
+def _own_names_here() -> frozenset[str] | None:
+    """The top-level names of the own modules of the function whose code this thread
+    runs (its warm thread, or a thread its code started, inside its domain), or None."""
+    own: frozenset[str] | None = getattr(_running, "own", None)
+    if own is None:
+        domain = domains.native_module().current_domain()
+        if domain is not None:
+            own = _own_by_slot.get(domain.slot)
+    return own
 # A function's failure, made into its ASL error: a runtime operation.
 _failure = guard.broker(failure)
 
