@@ -22,12 +22,18 @@ ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT = 600  # seconds; a loaded 2-core machine
 
 
+def _default_sigint() -> None:
+    # As from a terminal: a test run started as a background job of a non-interactive
+    # shell (nohup ... &) ignores SIGINT, the bench would inherit that and never stop.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _bench(tmp: Path, out: Path, stderr: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "faastlane", "bench", "--quick", "--only", "chain",
          "--no-plots", "-o", str(out)],
         cwd=ROOT, env=dict(os.environ, TMPDIR=str(tmp)), stdout=subprocess.DEVNULL,
-        stderr=stderr.open("w"))
+        stderr=stderr.open("w"), preexec_fn=_default_sigint)
 
 
 def _processes_of(tmp: Path) -> list[str]:
