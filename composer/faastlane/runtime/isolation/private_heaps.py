@@ -631,6 +631,8 @@ def _own_names_here() -> frozenset[str] | None:
         if domain is not None:
             own = _own_by_slot.get(domain.slot)
     return own
+
+
 # A function's failure, made into its ASL error: a runtime operation.
 _failure = guard.broker(failure)
 
