@@ -90,12 +90,8 @@ def import_dependencies(root: str, spec: FunctionSpec) -> None:
              if name.split(".")[0] not in own]
     if not names:
         return
-    with _LOADING:
-        loader = _library_loader(spec.name)
-        guard.freeze_shared_state()  # the first function's libraries too find it frozen
-        before = guard.import_state()
-        loader.run_sealed(_import_libraries, names)
-        guard.check_import_state(before, spec.name)
+    guard.freeze_shared_state()  # the first function's libraries too find it frozen
+    _run_in_loader(spec.name, _import_libraries, names)
     # Their namespaces are frozen once the function has loaded (load): libraries
     # choose an implementation on first use and rebind it (urllib3's wait_for_socket),
     # and the function's set-up is often that first use.
@@ -122,6 +118,22 @@ def _library_loader(function: str) -> domains.ProtectionDomain:
 _LIBRARY_LOADER: list[domains.ProtectionDomain] = []
 # One import in the loader at a time: its name is the function it loads for.
 _LOADING = threading.Lock()
+
+
+def _run_in_loader(function: str, body: Callable[..., Any], *args: Any,
+                   freeze: bool = False) -> Any:
+    """``body(*args)`` sealed in the library loader, for ``function``'s libraries; then
+    what decides later imports is checked (guard.check_import_state). ``freeze``: what
+    it imported, even in part, is frozen now (a lazy import: the function has loaded)."""
+    with _LOADING:
+        loader = _library_loader(function)
+        before = guard.import_state()
+        try:
+            return loader.run_sealed(body, *args)
+        finally:
+            if freeze:
+                guard.freeze_new_modules()
+            guard.check_import_state(before, function)
 
 
 def _import_libraries(names: list[str]) -> None:
@@ -178,15 +190,9 @@ class _LoaderThread:
         while True:
             request = self.requests.get()
             try:
-                with _LOADING:
-                    loader = _library_loader(request.function)
-                    before = guard.import_state()
-                    try:
-                        request.module, request.error = loader.run_sealed(
-                            self._import, request.name, request.import_)
-                    finally:  # what it imported, even in part, is shared code from now on
-                        guard.freeze_new_modules()
-                        guard.check_import_state(before, request.function)
+                request.module, request.error = _run_in_loader(
+                    request.function, self._import, request.name, request.import_,
+                    freeze=True)
             except BaseException as exc:  # noqa: BLE001 - the waiting function's error
                 request.error = exc
             finally:
