@@ -9,6 +9,7 @@
 #include "Python.h"
 
 #include "faastlane_mpk.h"
+#include "mpk_caches.h"
 #include "mpk_exit.h"
 #include "mpk_guard.h"
 #include "mpk_heap.h"
@@ -806,6 +807,24 @@ faastlane_guard_queue_type(PyObject *module, PyObject *type)
 }
 
 static PyObject *
+faastlane_caches_per_function(PyObject *module, PyObject *args)
+{
+    PyObject *lru_wrapper_type, *struct_module;
+    if (!PyArg_ParseTuple(args, "OO:caches_per_function", &lru_wrapper_type,
+                          &struct_module))
+    {
+        return NULL;
+    }
+    if (is_sealed()) {
+        return refuse_sealed("redirect the standard library's caches");
+    }
+    if (_PyMPK_CachesPerFunction(lru_wrapper_type, struct_module) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 faastlane_frozen_count(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     return PyLong_FromSsize_t(_PyMPK_FrozenCount());
@@ -963,6 +982,12 @@ static PyMethodDef faastlane_methods[] = {
      "_nowait forms) of queue.SimpleQueue objects refuse function code with "
      "SharedWriteError unless the queue is its own (made in its private heap): "
      "the runtime's queues carry other functions' data in flight."},
+    {"caches_per_function", faastlane_caches_per_function, METH_VARARGS,
+     "caches_per_function(lru_wrapper_type, struct_module)\n--\n\nFrom now on, "
+     "function code (a thread allocating in a private heap) calling an "
+     "lru_cache wrapper or a function of _struct uses its own copy of the "
+     "cache, made in its heap on first use: concurrent functions never see "
+     "each other's entries.  Refused to sealed code."},
     {"frozen_count", faastlane_frozen_count, METH_NOARGS,
      "frozen_count()\n--\n\nHow many objects are frozen."},
     {"register_broker", (PyCFunction)(void (*)(void))faastlane_register_broker,
@@ -1018,7 +1043,9 @@ PyInit__faastlane(void)
     PyObject *module;
 
     _PyMPK_Init();
-    if (PyType_Ready(&Domain_Type) < 0) {
+    if (PyType_Ready(&Domain_Type) < 0
+        || PyType_Ready(&_PyMPK_PerFunctionDictType) < 0)
+    {
         return NULL;
     }
     module = PyModule_Create(&faastlane_module);
@@ -1052,6 +1079,9 @@ PyInit__faastlane(void)
     Py_INCREF(&Domain_Type);
     if (PyModule_AddObject(module, "Domain", (PyObject *)&Domain_Type) < 0) {
         Py_DECREF(&Domain_Type);
+        goto error;
+    }
+    if (PyModule_AddType(module, &_PyMPK_PerFunctionDictType) < 0) {
         goto error;
     }
     if (PyModule_AddIntConstant(module, "SLOT_COUNT", _PyMPK_SLOT_COUNT) < 0

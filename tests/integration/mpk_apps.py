@@ -65,6 +65,56 @@ HTTPS = """
                 return answer.read().decode()
         """
 
+# Two functions running at the same time (branches on threads, -Th), each filling the
+# standard library's caches (re, struct, an lru_cache, linecache) and then asking them for
+# what the other one filled while that one still runs: each must get its own copy, never
+# the other's private entry (under keys reading it faults). They meet through files in
+# event["meet"] so that both have filled before either asks, and neither exits (ending
+# its entries' life) before both have asked.
+CACHES = """
+        import linecache, os, re, struct, time, urllib.parse
+
+        NAMES = ("CacheA", "CacheB")
+        PATTERNS = (r"(a+)(b+)c", r"(d+)(e+)f")
+        SAMPLES = ("aabbc", "ddeef")
+        FORMATS = ("<3I2x", "<5H1x")
+        VALUES = ((1, 2, 3), (4, 5, 6, 7, 8))
+        URLS = ("http://a.example/cached", "http://b.example/cached")
+        FILES = tuple(os.path.join(os.path.dirname(os.__file__), name)
+                      for name in ("colorsys.py", "sched.py"))
+
+        def meet(folder, me, other, step):
+            open(os.path.join(folder, f"{me}.{step}"), "w").close()
+            deadline = time.monotonic() + 600
+            while not os.path.exists(os.path.join(folder, f"{other}.{step}")):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{other} never reached {step}")
+                time.sleep(0.005)
+
+        def use(i):
+            packed = struct.pack(FORMATS[i], *VALUES[i])
+            return (re.compile(PATTERNS[i]), struct.unpack(FORMATS[i], packed),
+                    urllib.parse.urlsplit(URLS[i]), linecache.getline(FILES[i], 1))
+
+        def handler(event, context):
+            mine, other = event["mine"], 1 - event["mine"]
+            folder = event["meet"]
+            os.makedirs(folder, exist_ok=True)
+            use(mine)  # its entries, made in its heap
+            meet(folder, NAMES[mine], NAMES[other], "filled")
+            pattern, unpacked, split, line = use(other)  # what the other one filled
+            meet(folder, NAMES[mine], NAMES[other], "asked")
+            with open(FILES[other]) as source:
+                first = source.readline()
+            return {"pattern_in_my_slot": slot_of(pattern) == my_slot(),
+                    "split_in_my_slot": slot_of(split) == my_slot(),
+                    "line_in_my_slot": slot_of(line) == my_slot(),
+                    "pattern_warm": re.compile(PATTERNS[other]) is pattern,
+                    "groups": list(pattern.match(SAMPLES[other]).groups()),
+                    "unpacked": list(unpacked), "host": split.hostname,
+                    "line_read": line == first and bool(line)}
+        """
+
 FUNCTIONS = {
     "Model": """
 
@@ -99,7 +149,7 @@ FUNCTIONS = {
 
         def handler(event, context):
             words = re.findall(r"[a-z]+", event["text"])
-            pattern = re.compile("(" + "|".join(words) + ")+")  # cached by re, purged
+            pattern = re.compile("(" + "|".join(words) + ")+")  # in its own copy of re's cache
             counts = collections.Counter(words)
             when = datetime.datetime.strptime("2026-11-22", "%Y-%m-%d")
             packed = struct.unpack("<3I", struct.pack("<3I", 1, 2, 3))
@@ -305,6 +355,8 @@ FUNCTIONS = {
         """,
     "AwsA": AWS,
     "AwsB": AWS,
+    "CacheA": CACHES,
+    "CacheB": CACHES,
     "HttpsA": HTTPS,
     "HttpsB": HTTPS,
 }
@@ -374,3 +426,21 @@ NUMPY_CTYPES = chain(("Numpy", task("NumpyCtypes")))
 CTYPES_PEEK = chain(("Model", task("Model", ResultPath="$.model")),
                     ("Peek", task("CtypesPeek",
                                   Parameters={"address.$": "$.model.model_address"})))
+
+# CacheA and CacheB at the same time (run with --threads-only): each asks the standard
+# library's caches for what the other filled while it still runs.
+def concurrent_caches(meet: str) -> dict:
+    return {"StartAt": "Both", "States": {"Both": {
+        "Type": "Parallel", "End": True, "Branches": [
+            {"StartAt": name, "States": {name: task(name, Parameters={
+                "mine": i, "meet": meet})}}
+            for i, name in enumerate(("CacheA", "CacheB"))]}}}
+
+
+# What each of CacheA and CacheB returns, wherever it runs.
+CONCURRENT_CACHES_OUTPUT = [
+    {"pattern_in_my_slot": True, "split_in_my_slot": True, "line_in_my_slot": True,
+     "pattern_warm": True, "groups": groups, "unpacked": unpacked, "host": host,
+     "line_read": True}
+    for groups, unpacked, host in ((["dd", "ee"], [4, 5, 6, 7, 8], "b.example"),
+                                   (["aa", "bb"], [1, 2, 3], "a.example"))]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -138,6 +139,24 @@ def test_batch_runs_every_scan_through_one_model(inputs: Path, isolation: str) -
     # as Map iterations in forked processes: every report names the same trained model.
     assert stderr.count(TRAINING_LOG) == 1 and len(models) == 1
     assert len(pids) > 1  # forked, not re-imported
+
+
+@pytest.mark.mpk
+def test_batch_on_threads_under_mpk_with_the_cpus_keys(inputs: Path) -> None:
+    """-Th under mpk: Resize, Predict and Render of ten scans run at the same time on
+    threads of one process, each in its own domain, all using Pillow's struct calls and
+    re's and lru_cache's caches. With the CPU's keys where it has them (FAASTLANE_MPK=auto)
+    a private cache entry met by another function would fault (it did until each
+    function got its own copies: stdlib_caches.py)."""
+    pytest.importorskip("_faastlane", reason="needs the cpython-mpk runtime (make test)")
+    done = run_example_ok("ml-predict", "--input-file", str(inputs / "input-batch.json"),
+                          "--isolation", "mpk", "--threads-only", "--trace",
+                          env=dict(os.environ, FAASTLANE_MPK="auto"))
+    expected = _read(APP / "expected-batch.json")
+    assert [_project(r, e) for r, e in zip(done.json["reports"], expected["reports"],
+                                           strict=True)] == expected["reports"]
+    spans = _function_spans(done.stderr)
+    assert len(spans) == 30 and len({s["pid"] for s in spans}) == 1  # all on threads
 
 
 WARM_INVOKER = """

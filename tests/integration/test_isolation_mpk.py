@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from .apps import chain, faastlane, task, write_app
 from .mpk_apps import (
     BOTO3,
     BREAKOUT,
+    CONCURRENT_CACHES_OUTPUT,
     CTYPES_PEEK,
     ESCAPE,
     FAIL_THEN_CLEAN,
@@ -28,6 +30,7 @@ from .mpk_apps import (
     PEEK,
     TWO_HTTPS,
     WARM,
+    concurrent_caches,
     in_turn,
     write_mpk_app,
 )
@@ -73,8 +76,8 @@ def test_warm_state_stays_in_each_functions_heap(tmp_path: Path) -> None:
                          "packed": [1, 2, 3], "total": "3.30", "array_sum": 66.0,
                          "pixels": 7 * 64, "json": {"a": [1]},
                          "counter_in_my_slot": True, "array_data_in_my_slot": True}
-    # A shared lru_cache used by two functions in turn: the second found the cache
-    # without the first one's entry (purged at its exit; under keys it would fault).
+    # A shared lru_cache used by two functions in turn: each fills its own copy of the
+    # cache (stdlib_caches.py; a shared entry made by one would fault the other).
     assert out["urls_a"]["host"] == "ab.a.example" and out["urls_b"] == {"host": "ef.b.example"}
     # Registries filled on first use hold shared entries; context variables set at
     # import are seen by every invocation, those set by one invocation by none after.
@@ -329,3 +332,21 @@ def test_a_library_a_functions_thread_imports_is_shared(tmp_path: Path) -> None:
     code, out, err = run(app)
     assert code == 0, err
     assert out["first"] == out["again"] == {"module": "colorsys"}, out
+
+
+def test_functions_running_at_once_each_use_their_own_stdlib_caches(tmp_path: Path
+                                                                     ) -> None:
+    """-Th: CacheA and CacheB run at the same time, each asking re's, struct's, an
+    lru_cache's and linecache's caches for what the other filled while it still runs.
+    Each gets its own entry, made in its own heap (stdlib_caches.py): with the CPU's
+    keys (FAASTLANE_MPK=auto uses them where the CPU has them) the other's entry would
+    fault, without them it shows in the other's slot. Under QEMU's keys too; none's
+    output is the same."""
+    meet = tmp_path / "meet"
+    app = write_mpk_app(tmp_path / "app", concurrent_caches(str(meet)))
+    for isolation in ("mpk", "none"):
+        done = faastlane("run", str(app), "--input", "{}", "--isolation", isolation,
+                         "--threads-only", env=dict(os.environ, FAASTLANE_MPK="auto"))
+        assert done.code == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout) == CONCURRENT_CACHES_OUTPUT, done.stdout
+        shutil.rmtree(meet)

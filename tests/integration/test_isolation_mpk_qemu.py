@@ -33,6 +33,7 @@ from .guard_apps import (
 )
 from .mpk_apps import (
     BREAKOUT,
+    CONCURRENT_CACHES_OUTPUT,
     CTYPES_PEEK,
     ESCAPE,
     FAIL_THEN_CLEAN,
@@ -41,6 +42,7 @@ from .mpk_apps import (
     THREAD_PEEK,
     TWO_HTTPS,
     WARM,
+    concurrent_caches,
     write_mpk_app,
 )
 
@@ -148,6 +150,8 @@ def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]
                                       "--input", json.dumps({"text": "ab ab cd ef"}))},
         {"name": "escape", "argv": _run(app("escape", ESCAPE))},
         {"name": "fail-then-clean", "argv": _run(app("fail", FAIL_THEN_CLEAN))},
+        {"name": "concurrent-caches", "argv": _run(
+            app("caches", concurrent_caches(str(tmp / "meet"))), "--threads-only")},
         *_https_cases(tmp, app("https", TWO_HTTPS)),
         *_guard_cases(tmp),
         *_example_cases(tmp),
@@ -234,8 +238,8 @@ def test_warm_state_promotion_and_libraries_under_keys(
     # Its finalizer was left for exit, and the action still exited cleanly (code 0
     # above): the exiting thread never read the function's private finalizer.
     assert out["finalize"] == {"finalizer_pending": True}
-    # Two functions called one shared lru_cache (urlsplit) in turn: UrlsA's link was
-    # unlinked at its exit, so UrlsB's call did not append after a private link.
+    # Two functions called one shared lru_cache (urlsplit) in turn: each used its own
+    # copy of the cache (stdlib_caches.py), never a link the other made.
     assert out["urls_b"] == {"host": "ef.b.example"}
     # Registries the standard library fills on first use (a Flag combination, a class's
     # __slotnames__, OpenSSL's method store) took shared entries: no escape, no fault.
@@ -249,6 +253,14 @@ def test_two_functions_call_an_https_server_under_keys(
     handshakes fetch was warmed at load (library_caches.warm_tls_handshakes)."""
     assert _output(guest, "https") == {f"{n}{i}": f"/{n}{i}" for i in (1, 2)
                                        for n in ("HttpsA", "HttpsB")}
+
+
+def test_functions_running_at_once_keep_their_own_stdlib_caches_under_keys(
+        guest: dict[str, dict[str, Any]]) -> None:
+    """-Th: two functions meet mid-invocation and ask re, struct, an lru_cache and
+    linecache for what the other filled; each gets its own entry (stdlib_caches.py),
+    where a shared cache handed out the other's private one and faulted."""
+    assert _output(guest, "concurrent-caches") == CONCURRENT_CACHES_OUTPUT
 
 
 def test_escape_and_failure_under_keys(guest: dict[str, dict[str, Any]]) -> None:

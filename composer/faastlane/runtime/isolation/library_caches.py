@@ -2,8 +2,8 @@
 
 Made on a function's thread inside its domain, such state is private, and the next
 function that uses the library faults reading it. It holds types and configuration, not
-a function's data, so it is made shared -- the C twin of the standard library caches
-private_heaps.py purges:
+a function's data, so it is made shared (the standard library's own caches are kept
+per function instead: stdlib_caches.py):
 
 - caches that C extensions grow on whichever thread needs a new entry: the code that
   grows them allocates in the shared heap (``_faastlane.share_allocations_of``), found by
@@ -28,12 +28,20 @@ from .elf_symbols import code_ranges
 # Extension module -> the functions (name prefixes) that allocate its shared caches.
 KNOWN_CACHES: dict[str, tuple[str, ...]] = {
     # numpy's ufunc dispatch and promotion caches: an identity hash of DType tuples
-    # whose bucket table is reallocated (PyMem_Calloc) when it fills.
-    "numpy._core._multiarray_umath": ("PyArrayIdentityHash_",),
+    # whose bucket table is reallocated (PyMem_Calloc) when it fills. And two free
+    # lists of five blocks each, process-wide: array-coercion nodes
+    # (_coercion_cache_cache: np.asarray of a sequence) and legacy ufunc loops' data
+    # (loop_data_cache: every ufunc call and reduction); their blocks are allocated by
+    # helpers inlined into these functions. A block one function freed there served
+    # the next one's call -- with keys a fault, whichever function ran at the same time.
+    "numpy._core._multiarray_umath": ("PyArrayIdentityHash_",
+                                      "PyArray_DiscoverDTypeAndShape_Recursive",
+                                      "get_new_loop_data",
+                                      "get_wrapped_legacy_ufunc_loop"),
 }
 
 # Module -> its module-level memo dicts: a function's entries are purged at each of its
-# exits (private_heaps._purge_caches), like re's cache.
+# exits (private_heaps._purge_caches).
 MEMO_DICTS: dict[str, tuple[str, ...]] = {
     # xform_name: CamelCase -> snake_case names (API operations, endpoint functions).
     "botocore": ("_xform_cache",),

@@ -18,9 +18,10 @@ copy of its input, and before the exit gate:
    generation;
 3. **checks for escapes**: shared objects still pointing into the domain
    (``Domain.shared_referrers``). Entries of the function's own modules in
-   ``sys.modules`` are expected. Private entries of the standard library's caches
-   (``re``, ``functools.lru_cache``, ``linecache``, ``struct``, ``_strptime``) are
-   purged. Anything else fails the invocation with ``Faastlane.IsolationError`` naming
+   ``sys.modules`` are expected; the standard library's caches (``re``, ``struct``,
+   ``functools.lru_cache``, ``linecache``) are the function's own copies
+   (``stdlib_caches.py``); its entries in known library memo dicts are purged.
+   Anything else fails the invocation with ``Faastlane.IsolationError`` naming
    the function and what holds its object. The domain is *not* destroyed (the shared
    pointers would dangle): the escaped object stays readable only by its owner, any
    other reader dies of a protection-key fault naming the owner, and the Orchestrator
@@ -42,8 +43,6 @@ import importlib
 import json
 import os
 import platform
-import re
-import struct
 import sys
 import threading
 import time
@@ -75,6 +74,7 @@ from . import (
     library_loader,
     module_instances,
     shared_registries,
+    stdlib_caches,
 )
 
 ISOLATION_ERROR = "Faastlane.IsolationError"
@@ -365,29 +365,17 @@ def _only_own_modules(fn: DomainFunction) -> bool:
 
 
 def _purge_caches(fn: DomainFunction, holders: list[Any]) -> None:
-    """Drop the function's own entries from the caches among ``holders``: the known ones
-    (``re``'s, ``linecache``'s, ``_strptime``'s, every ``functools.lru_cache``) and
-    ``struct``'s (a holder dict of ``Struct`` values). Only its own entries: a cache may
-    also hold other functions' objects, which this thread may not touch
-    (``visible_items`` skips them unread), so a dict is never cleared wholesale."""
+    """Drop the function's own entries from the known memo dicts among ``holders``
+    (library_caches.MEMO_DICTS; the standard library's caches are per function,
+    stdlib_caches.py). Only its own entries: a memo dict may also hold other functions'
+    objects, which this thread may not touch (``visible_items`` skips them unread), so a
+    dict is never cleared wholesale."""
     mine = fn.domain.contains
     for holder in holders:
-        wrapper = _LRU_CACHES.get(id(holder))
-        if wrapper is not None:
-            # Its links form one list: cleared through the wrapper, only when every
-            # entry is this function's or shared (clearing releases them all).
-            if len(fn.domain.visible_items(holder)) == len(holder):
-                wrapper.cache_clear()
-        elif type(holder) is dict and (id(holder) in _KNOWN_IDS
-                                       or _holds_only_structs(fn, holder)):
+        if type(holder) is dict and id(holder) in _KNOWN_IDS:
             for key, value in fn.domain.visible_items(holder):
                 if mine(id(key)) or mine(id(value)):
                     del holder[key]
-
-
-def _holds_only_structs(fn: DomainFunction, holder: dict[Any, Any]) -> bool:
-    entries = fn.domain.visible_items(holder)
-    return bool(entries) and all(type(v) is struct.Struct for _, v in entries)
 
 
 def _describe(fn: DomainFunction, holder: Any) -> str:
@@ -553,6 +541,7 @@ def _warm_shared_state() -> None:
             importlib.import_module(module)
         except ImportError:
             pass
+    stdlib_caches.install()  # re's, struct's, every lru_cache: per function
     # platform caches what it learns (uname, the interpreter's version) in its globals;
     # typing its aliases of re's types, made on first use (the namespace binds code).
     platform.uname()
@@ -586,32 +575,13 @@ def malloc_routed() -> bool:
     return bool(domains.native_module().malloc_routed())
 
 
-# The shared caches every exit gate purges of the function's entries (_purge_caches),
-# and id(cache dict) -> its functools.lru_cache wrapper. Found outside every domain when
-# a function loads, for wrappers not seen before (the wrapper's traverse walks its links:
-# those of a wrapper a function has already called may be private and must not be read).
+# The memo dicts every exit gate purges of the function's entries (_purge_caches).
 _KNOWN_CACHES: list[Any] = []
 _KNOWN_IDS: set[int] = set()
-_LRU_CACHES: dict[int, Any] = {}
-_LRU_SEEN: set[int] = set()
 
 
 def _find_caches() -> None:
-    import linecache
-
-    strptime = sys.modules.get("_strptime")
-    caches = [re._cache, re._cache2, linecache.cache,  # type: ignore[attr-defined]
-              *library_caches.memo_dicts()]
-    if strptime is not None:
-        caches.append(strptime._regex_cache)
-    for wrapper in gc.get_objects():
-        if type(wrapper).__name__ == "_lru_cache_wrapper" and id(wrapper) not in _LRU_SEEN:
-            _LRU_SEEN.add(id(wrapper))
-            for referent in gc.get_referents(wrapper):
-                if type(referent) is dict:
-                    _LRU_CACHES[id(referent)] = wrapper
-                    caches.append(referent)
-    for cache in caches:
+    for cache in library_caches.memo_dicts():
         if id(cache) not in _KNOWN_IDS:
             _KNOWN_IDS.add(id(cache))
             _KNOWN_CACHES.append(cache)
