@@ -29,7 +29,8 @@ def add_planning(parser: argparse.ArgumentParser) -> None:
                              "the action, M containers in all (default 1: no spilling)")
     variant = parser.add_mutually_exclusive_group()
     variant.add_argument("--threads-only", action="store_true",
-                         help="run Parallel branches and Map iterations as threads (-Th)")
+                         help="run Parallel branches and Map iterations as threads "
+                              "(the paper's -Th variant)")
     variant.add_argument("--processes-only", action="store_true",
                          help="run every function in its own process (-P)")
     add_project(parser)

@@ -831,21 +831,13 @@ faastlane_frozen_count(PyObject *module, PyObject *Py_UNUSED(ignored))
 }
 
 static PyObject *
-faastlane_register_broker(PyObject *module, PyObject *args, PyObject *kwargs)
+faastlane_register_broker(PyObject *module, PyObject *callable)
 {
-    static char *kwlist[] = {"callable", "guarded", NULL};
-    PyObject *callable;
-    int guarded = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$p:register_broker",
-                                     kwlist, &callable, &guarded))
-    {
-        return NULL;
-    }
     if (!PyCallable_Check(callable)) {
         PyErr_SetString(PyExc_TypeError, "register_broker() needs a callable");
         return NULL;
     }
-    if (_PyMPK_RegisterBroker(callable, guarded) < 0) {
+    if (_PyMPK_RegisterBroker(callable) < 0) {
         return NULL;
     }
     return Py_NewRef(callable);     /* usable as a decorator */
@@ -975,7 +967,7 @@ static PyMethodDef faastlane_methods[] = {
      "attributes; with code_only, for a module's namespace dict or a class, "
      "only the stores that bind or unbind a callable, and for a list or set, "
      "every store by function code but none by libraries as they load (the "
-     "library loader, a guarded import).  label names it in SharedWriteError.  "
+     "library loader).  label names it in SharedWriteError.  "
      "Refused to sealed code; kept alive for good."},
     {"guard_queue_type", faastlane_guard_queue_type, METH_O,
      "guard_queue_type(type)\n--\n\nFrom now on, get and put (and their "
@@ -990,13 +982,11 @@ static PyMethodDef faastlane_methods[] = {
      "each other's entries.  Refused to sealed code."},
     {"frozen_count", faastlane_frozen_count, METH_NOARGS,
      "frozen_count()\n--\n\nHow many objects are frozen."},
-    {"register_broker", (PyCFunction)(void (*)(void))faastlane_register_broker,
-     METH_VARARGS | METH_KEYWORDS,
-     "register_broker(callable, *, guarded=False)\n--\n\nLet sealed code pass "
-     "callable to call_shared (a runtime operation).  guarded: what it runs "
-     "stays under the write guard (it runs code that is not the runtime's: "
-     "a library's module body), where what the runtime froze is read-only.  "
-     "Refused to sealed code.  Returns callable."},
+    {"register_broker", faastlane_register_broker, METH_O,
+     "register_broker(callable)\n--\n\nLet sealed code pass callable to "
+     "call_shared (a runtime operation: it runs unguarded, allocating shared, "
+     "until private code starts running in it).  Refused to sealed code.  "
+     "Returns callable."},
     {"name_slot", faastlane_name_slot, METH_VARARGS,
      "name_slot(slot, name)\n--\n\nThe function name SharedWriteError gives "
      "for sealed code of slot.  Refused to sealed code."},

@@ -10,8 +10,8 @@
  * operation's shared allocation as soon as private code starts running in it.
  *
  * A guarded thread with no private heap -- the runtime's library loader (a
- * heapless domain running libraries' module bodies) or a guarded broker (the
- * import a function triggers) -- makes shared objects by design, so "its own"
+ * heapless domain running libraries' module bodies, the imports functions
+ * trigger included) -- makes shared objects by design, so "its own"
  * cannot be told by address: to it, only what the runtime froze is read-only
  * (the code of every module loaded before), and what it makes is its own.
  *
@@ -49,7 +49,7 @@ typedef struct {
     PyObject *key;      /* a strong reference: never freed, never reused */
     PyObject *label;
     int code_only;      /* frozen: a namespace or class, only stores that bind
-                           code refused; a broker: it runs guarded */
+                           code refused (unused for a broker) */
 } entry;
 
 typedef struct {
@@ -224,7 +224,7 @@ special(PyObject *name)
 
 /* Whether the guarded thread has no private heap: sealed code of a heapless
  * domain (the runtime's library loader: the module bodies of the libraries a
- * function imports) or a guarded import brokered for a function.  Everything
+ * function imports).  Everything
  * it makes is shared, so "its own" cannot be told by address: what is read-only
  * to it is what the runtime froze -- the code of every module loaded before. */
 static inline int
@@ -401,9 +401,9 @@ _PyMPK_CallShared(PyObject *callable, PyObject *const *args, Py_ssize_t nargs)
         if (!brokered) {
             tls_resume_heap = heap;
         }
-        /* A guarded operation (an import) runs a library's code: heapless,
-         * it may change what it makes, never what the runtime froze. */
-        _PyMPK_Guarded = broker->code_only;
+        /* The runtime's own operation: unguarded until private code runs in
+         * it (the trip, _PyMPK_BrokerTripIfPrivate). */
+        _PyMPK_Guarded = 0;
         _PyMPK_Brokered = 1;
     }
     _PyMPK_ThreadHeap = NULL;
@@ -460,7 +460,7 @@ _PyMPK_FrozenCount(void)
 }
 
 int
-_PyMPK_RegisterBroker(PyObject *callable, int guarded)
+_PyMPK_RegisterBroker(PyObject *callable)
 {
     if (refuse_sealed("register a runtime operation") < 0) {
         return -1;
@@ -470,8 +470,7 @@ _PyMPK_RegisterBroker(PyObject *callable, int guarded)
                         "this callable lives in a domain's private heap");
         return -1;
     }
-    /* The entry's code_only word holds "guarded" for a broker. */
-    return add(&brokers, callable, NULL, guarded);
+    return add(&brokers, callable, NULL, 0);
 }
 
 int
@@ -531,10 +530,9 @@ _PyMPK_FrozenCount(void)
 }
 
 int
-_PyMPK_RegisterBroker(PyObject *callable, int guarded)
+_PyMPK_RegisterBroker(PyObject *callable)
 {
     (void)callable;
-    (void)guarded;
     return not_builtin();
 }
 

@@ -17,7 +17,7 @@ int _PyMPK_Freeze(PyObject *op, PyObject *label, int code_only);
 Py_ssize_t _PyMPK_FrozenCount(void);
 
 /* Let sealed code run `callable` through call_shared. */
-int _PyMPK_RegisterBroker(PyObject *callable, int guarded);
+int _PyMPK_RegisterBroker(PyObject *callable);
 
 /* The name a sealed slot's refusals give (the function's). */
 int _PyMPK_NameSlot(int slot, PyObject *name);

@@ -76,20 +76,15 @@ def _native() -> ModuleType | None:
     return native if hasattr(native, "freeze") else None
 
 
-def broker(function: F | None = None, *, guarded: bool = False) -> Any:
+def broker(function: F) -> F:
     """Register ``function`` as an operation sealed code may run through
-    ``call_shared`` (a decorator, ``@broker`` or ``@broker(guarded=True)``; a no-op
-    without the patched runtime). Only runtime functions whose work is copying or
-    registering data belong here; ``guarded``: it runs code that is not the runtime's
-    (a library's module body) and stays under the guard, where what is frozen is
-    read-only."""
-    def register(target: F) -> F:
-        native = _native()
-        if native is not None:
-            native.register_broker(target, guarded=guarded)
-        return target
-
-    return register if function is None else register(function)
+    ``call_shared`` (a decorator; a no-op without the patched runtime). Only runtime
+    functions whose work is copying or registering data belong here: a library's
+    code runs in the library loader (library_loader.py), never brokered."""
+    native = _native()
+    if native is not None:
+        native.register_broker(function)
+    return function
 
 
 def guard_channels() -> None:
