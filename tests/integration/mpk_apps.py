@@ -66,7 +66,8 @@ HTTPS = """
         """
 
 # Two functions running at the same time (branches on threads, -Th), each filling the
-# standard library's caches (re, struct, an lru_cache, linecache) and then asking them for
+# standard library's caches (re, struct, an lru_cache, linecache) and botocore's name memo,
+# then asking them for
 # what the other one filled while that one still runs: each must get its own copy, never
 # the other's private entry (under keys reading it faults). They meet through files in
 # event["meet"] so that both have filled before either asks, and neither exits (ending
@@ -74,12 +75,15 @@ HTTPS = """
 CACHES = """
         import linecache, os, re, struct, time, urllib.parse
 
+        import botocore
+
         NAMES = ("CacheA", "CacheB")
         PATTERNS = (r"(a+)(b+)c", r"(d+)(e+)f")
         SAMPLES = ("aabbc", "ddeef")
         FORMATS = ("<3I2x", "<5H1x")
         VALUES = ((1, 2, 3), (4, 5, 6, 7, 8))
         URLS = ("http://a.example/cached", "http://b.example/cached")
+        OPERATIONS = ("DescribeCachedThings", "ListCachedThings")
         FILES = tuple(os.path.join(os.path.dirname(os.__file__), name)
                       for name in ("colorsys.py", "sched.py"))
 
@@ -94,7 +98,8 @@ CACHES = """
         def use(i):
             packed = struct.pack(FORMATS[i], *VALUES[i])
             return (re.compile(PATTERNS[i]), struct.unpack(FORMATS[i], packed),
-                    urllib.parse.urlsplit(URLS[i]), linecache.getline(FILES[i], 1))
+                    urllib.parse.urlsplit(URLS[i]), linecache.getline(FILES[i], 1),
+                    botocore.xform_name(OPERATIONS[i]))
 
         def handler(event, context):
             mine, other = event["mine"], 1 - event["mine"]
@@ -102,13 +107,14 @@ CACHES = """
             os.makedirs(folder, exist_ok=True)
             use(mine)  # its entries, made in its heap
             meet(folder, NAMES[mine], NAMES[other], "filled")
-            pattern, unpacked, split, line = use(other)  # what the other one filled
+            pattern, unpacked, split, line, name = use(other)  # the other one's
             meet(folder, NAMES[mine], NAMES[other], "asked")
             with open(FILES[other]) as source:
                 first = source.readline()
             return {"pattern_in_my_slot": slot_of(pattern) == my_slot(),
                     "split_in_my_slot": slot_of(split) == my_slot(),
                     "line_in_my_slot": slot_of(line) == my_slot(),
+                    "name_in_my_slot": slot_of(name) == my_slot(), "name": name,
                     "pattern_warm": re.compile(PATTERNS[other]) is pattern,
                     "groups": list(pattern.match(SAMPLES[other]).groups()),
                     "unpacked": list(unpacked), "host": split.hostname,
@@ -440,7 +446,8 @@ def concurrent_caches(meet: str) -> dict:
 # What each of CacheA and CacheB returns, wherever it runs.
 CONCURRENT_CACHES_OUTPUT = [
     {"pattern_in_my_slot": True, "split_in_my_slot": True, "line_in_my_slot": True,
-     "pattern_warm": True, "groups": groups, "unpacked": unpacked, "host": host,
-     "line_read": True}
-    for groups, unpacked, host in ((["dd", "ee"], [4, 5, 6, 7, 8], "b.example"),
-                                   (["aa", "bb"], [1, 2, 3], "a.example"))]
+     "name_in_my_slot": True, "name": name, "pattern_warm": True, "groups": groups,
+     "unpacked": unpacked, "host": host, "line_read": True}
+    for groups, unpacked, host, name in (
+        (["dd", "ee"], [4, 5, 6, 7, 8], "b.example", "list_cached_things"),
+        (["aa", "bb"], [1, 2, 3], "a.example", "describe_cached_things"))]

@@ -220,12 +220,6 @@ class ProtectionDomain:
         found: list[object] = self._domain.shared_referrers()
         return found
 
-    def holders_among(self, candidates: list[object]) -> list[object]:
-        """Those of ``candidates`` (shared objects) holding a pointer into the slot,
-        judged as :meth:`shared_referrers` judges every object, over these only."""
-        found: list[object] = self._domain.holders_among(candidates)
-        return found
-
     def visible_items(self, container: object) -> list[object]:
         """A shared dict's (key, value) pairs, or a list's, tuple's or set's items,
         without those holding another domain's objects: skipped by address, never

@@ -8,8 +8,9 @@ per function instead: stdlib_caches.py):
 - caches that C extensions grow on whichever thread needs a new entry: the code that
   grows them allocates in the shared heap (``_faastlane.share_allocations_of``), found by
   symbol when the library is loaded;
-- memo dicts that Python libraries fill as they go (botocore's name conversions): each
-  function's entries are purged at its exits.
+- memo dicts that Python libraries fill as they go (botocore's name conversions) are
+  not shared but kept per function, as the standard library's caches are
+  (stdlib_caches.py).
 
 Library state that belongs to its caller (boto3's default session) is not shared but
 made per function: module_instances.py.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
 
 from . import domains
@@ -40,8 +41,8 @@ KNOWN_CACHES: dict[str, tuple[str, ...]] = {
                                       "get_wrapped_legacy_ufunc_loop"),
 }
 
-# Module -> its module-level memo dicts: a function's entries are purged at each of its
-# exits (private_heaps._purge_caches).
+# Module -> its module-level memo dicts: each function gets its own copy
+# (memos_per_function).
 MEMO_DICTS: dict[str, tuple[str, ...]] = {
     # xform_name: CamelCase -> snake_case names (API operations, endpoint functions).
     "botocore": ("_xform_cache",),
@@ -68,16 +69,28 @@ LAZY_DEFAULTS: dict[str, tuple[str, str]] = {
 _done: set[str] = set()
 
 
-def memo_dicts() -> list[dict[object, object]]:
-    """The memo dicts of the known libraries loaded so far."""
-    found = []
+def memos_per_function() -> None:
+    """Make the memo dicts of the MEMO_DICTS modules loaded so far per function (once
+    each): a _faastlane.PerFunctionDict in the module and in every default argument of
+    its functions that binds the dict (botocore's xform_name does)."""
+    native = domains.native_module()
     for module_name, names in MEMO_DICTS.items():
         module = sys.modules.get(module_name)
+        if module is None or f"memo:{module_name}" in _done:
+            continue
+        _done.add(f"memo:{module_name}")
         for name in names:
             memo = getattr(module, name, None)
-            if type(memo) is dict:
-                found.append(memo)
-    return found
+            if type(memo) is not dict:
+                continue
+            per_function = native.PerFunctionDict(memo)
+            setattr(module, name, per_function)
+            for value in vars(module).values():
+                defaults = getattr(value, "__defaults__", None)
+                if isinstance(value, FunctionType) and defaults and \
+                        any(d is memo for d in defaults):
+                    value.__defaults__ = tuple(per_function if d is memo else d
+                                               for d in defaults)
 
 
 def warm_lazy_globals() -> None:
@@ -201,9 +214,11 @@ def _handshake(ssl: ModuleType, cert: str, ca: str, host: str, version: Any) -> 
 
 def prepare_loaded() -> list[str]:
     """Everything above, for the libraries loaded so far, before a function's domain is
-    entered: C caches registered shared, OpenSSL and the lazily made globals warmed.
+    entered: C caches registered shared, memo dicts made per function, OpenSSL and the
+    lazily made globals warmed.
     Returns warnings to report (a cache or the test certificates not found)."""
     warnings = share_loaded()
+    memos_per_function()
     warm_openssl()
     warnings += warm_tls_handshakes()
     warm_lazy_globals()

@@ -19,8 +19,8 @@ copy of its input, and before the exit gate:
 3. **checks for escapes**: shared objects still pointing into the domain
    (``Domain.shared_referrers``). Entries of the function's own modules in
    ``sys.modules`` are expected; the standard library's caches (``re``, ``struct``,
-   ``functools.lru_cache``, ``linecache``) are the function's own copies
-   (``stdlib_caches.py``); its entries in known library memo dicts are purged.
+   ``functools.lru_cache``, ``linecache``) and known libraries' memo dicts are the
+   function's own copies (``stdlib_caches.py``, ``library_caches.py``).
    Anything else fails the invocation with ``Faastlane.IsolationError`` naming
    the function and what holds its object. The domain is *not* destroyed (the shared
    pointers would dangle): the escaped object stays readable only by its owner, any
@@ -212,12 +212,8 @@ def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None,
         error = call_shared(_copy_error, exc)
     _flush_std_streams()
     gc.collect(0)
-    # Concurrent invocations hold live references: only the last one out purges/checks.
+    # Concurrent invocations hold live references: only the last one out checks.
     last_out = fn.domain.threads_inside() == 1
-    if last_out:
-        # Every exit: a private entry left in a shared cache is read by the next caller
-        # of any function (an lru_cache's next call appends after its newest link).
-        _purge_caches(fn, fn.domain.holders_among(_KNOWN_CACHES))
     escaped = _escapes(fn) if check_escapes and last_out else None
     # What crosses the exit gate is shared.
     return call_shared(_outcome, result, error, escaped)
@@ -286,12 +282,7 @@ def _copy_error(exc: StatesError) -> StatesError:
 # ---------------------------------------------------------------------------- escapes
 
 def _escapes(fn: DomainFunction) -> str | None:
-    """What still holds the function's private objects, after purging known caches."""
-    holders = _unexpected(fn, fn.domain.shared_referrers())
-    if not holders:
-        return None
-    _purge_caches(fn, holders)
-    gc.collect(0)
+    """What still holds the function's private objects."""
     holders = _unexpected(fn, fn.domain.shared_referrers())
     if not holders:
         return None
@@ -364,20 +355,6 @@ def _only_own_modules(fn: DomainFunction) -> bool:
                if fn.domain.contains(id(module)))
 
 
-def _purge_caches(fn: DomainFunction, holders: list[Any]) -> None:
-    """Drop the function's own entries from the known memo dicts among ``holders``
-    (library_caches.MEMO_DICTS; the standard library's caches are per function,
-    stdlib_caches.py). Only its own entries: a memo dict may also hold other functions'
-    objects, which this thread may not touch (``visible_items`` skips them unread), so a
-    dict is never cleared wholesale."""
-    mine = fn.domain.contains
-    for holder in holders:
-        if type(holder) is dict and id(holder) in _KNOWN_IDS:
-            for key, value in fn.domain.visible_items(holder):
-                if mine(id(key)) or mine(id(value)):
-                    del holder[key]
-
-
 def _describe(fn: DomainFunction, holder: Any) -> str:
     """A shared holder of private objects, named without touching another domain."""
     if holder is sys.modules:
@@ -414,7 +391,6 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
     hardening.trust_numpy_ctypes()  # ndarray.ctypes of its own arrays works inside
     for warning in library_caches.prepare_loaded():
         sys.stderr.write(f"[faastlane] {warning}\n")
-    _find_caches()
     fn = DomainFunction(spec, domains.ProtectionDomain(spec.name, private_heap=True),
                         keep_escapes=keep_escapes, environment=environment_of(root, spec))
     fault_reports.announce(fn.domain.slot, fn.domain.key, spec.name)
@@ -483,11 +459,7 @@ def _load_inside(root: str, fn: DomainFunction, name: str) -> StatesError | None
             fn.own_modules = call_shared(_private_module_names, fn.domain)
         gc.collect(0)
     _flush_std_streams()
-    _purge_caches(fn, fn.domain.holders_among(_KNOWN_CACHES))
-    holders = _unexpected(fn, fn.domain.shared_referrers())
-    if holders:
-        _purge_caches(fn, holders)
-        gc.collect(0)
+    if _unexpected(fn, fn.domain.shared_referrers()):
         fn.baseline = call_shared(_holders_left, fn)
     if fn.baseline:
         kinds = call_shared(_kinds, fn.baseline)
@@ -573,18 +545,6 @@ def _route_c_malloc() -> None:
 def malloc_routed() -> bool:
     """True when C allocations are routed into private heaps in this process."""
     return bool(domains.native_module().malloc_routed())
-
-
-# The memo dicts every exit gate purges of the function's entries (_purge_caches).
-_KNOWN_CACHES: list[Any] = []
-_KNOWN_IDS: set[int] = set()
-
-
-def _find_caches() -> None:
-    for cache in library_caches.memo_dicts():
-        if id(cache) not in _KNOWN_IDS:
-            _KNOWN_IDS.add(id(cache))
-            _KNOWN_CACHES.append(cache)
 
 
 _running = threading.local()  # .own, .fn: the function on this thread, its own_names
