@@ -572,3 +572,33 @@ def walker_app(root: Path) -> Path:
                                    ResultPath="$.walk")))
     return write_app(root, workflow, {"Holder": HOLDER, "Walker": WALKER},
                      settings("Walker"))
+
+
+# A shared cache redirected: Thief rebinds re's pattern caches to a shared dict it can
+# reach (a stdlib module's namespace, where storing data is not storing code); Victim's
+# re.compile of a pattern built from its secret then lands there, and Thief reads it.
+REDIRECT_THIEF = """
+    import re, colorsys
+
+    def handler(event, context):
+        if re._cache2 is not vars(colorsys):
+            re._cache = re._cache2 = vars(colorsys)
+            return {"redirected": True}
+        return {"stolen": [key[1] for key in vars(colorsys) if isinstance(key, tuple)]}
+    """
+
+REDIRECT_VICTIM = f"""
+    import re
+
+    SECRET = {SECRET!r}
+
+    def handler(event, context):
+        return {{"matched": bool(re.compile(re.escape(SECRET)).match(SECRET))}}
+    """
+
+
+def cache_redirect_app(root: Path) -> Path:
+    """Thief redirects re's caches, Victim compiles its secret, Thief reads ($.r2)."""
+    return write_app(root, sequence("Thief", "Victim", "Thief"),
+                     {"Thief": REDIRECT_THIEF, "Victim": REDIRECT_VICTIM},
+                     settings("Thief"))

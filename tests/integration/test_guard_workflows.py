@@ -21,6 +21,7 @@ import pytest
 from .apps import faastlane
 from .guard_apps import (
     SECRET,
+    cache_redirect_app,
     frames_app,
     helper_app,
     hijack_app,
@@ -59,6 +60,24 @@ def test_planting_code_in_a_shared_module_is_refused(tmp_path: Path) -> None:
     assert code != 0, out
     assert json.loads(out)["Error"] == "Faastlane.IsolationError", out
     assert "function 'Thief' may not change 'dumps' in the namespace of module 'json'" \
+        in out, out + err
+    assert SECRET not in out + err
+
+
+def test_a_shared_cache_cannot_be_redirected_to_where_the_thief_reads(tmp_path: Path
+                                                                     ) -> None:
+    """Class 1 through a cache: Thief rebinds re's pattern caches to a shared module's
+    namespace; under none (the control) Victim's pattern, built from its secret, lands
+    there and Thief's next invocation reads it. Under mpk the caches' modules are frozen
+    whole (stdlib_caches.py): the rebinding is refused, naming Thief."""
+    app = cache_redirect_app(tmp_path / "app")
+    code, out, err = run(app, "none")
+    assert code == 0, err
+    assert SECRET.replace("-", "\\-") in json.loads(out)["r2"]["stolen"], out
+    code, out, err = run(app, "mpk")
+    assert code != 0, out
+    assert json.loads(out)["Error"] == "Faastlane.IsolationError", out
+    assert "function 'Thief' may not change '_cache' in the namespace of module 're'" \
         in out, out + err
     assert SECRET not in out + err
 

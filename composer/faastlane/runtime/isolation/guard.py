@@ -199,6 +199,20 @@ def freeze_new_modules() -> None:
         _freeze_code(native, name, namespace)
 
 
+def freeze_namespace(module: ModuleType) -> None:
+    """Freeze a shared module's namespace in full, now: no store by function code (nor
+    by libraries as they load), not only where it binds code. For modules whose globals
+    are state the runtime installed (stdlib_caches.py's per-function caches): rebound to
+    a dict function code chose, the next function's entries would land there."""
+    native = _native()
+    if native is None:
+        return
+    namespace = vars(module)
+    _frozen_modules.add(id(namespace))
+    native.freeze(namespace, f"the namespace of module {module.__name__!r}")
+    _freeze_code(native, module.__name__, namespace)
+
+
 def _freeze_code(native: ModuleType, name: str, namespace: dict[str, Any]) -> None:
     """The classes and functions a loaded module defines (and its classes' methods):
     code that makes shared objects -- a library's module body, loaded for a function --

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import importlib
 
-from . import domains
+from . import domains, guard
 
 # Module -> its cache dicts, looked up as module globals at each use: each becomes a
 # _faastlane.PerFunctionDict forwarding to the caller's own copy.
@@ -44,6 +44,7 @@ def install() -> None:
             shared = getattr(module, name)
             _shared[module_name, name] = shared
             setattr(module, name, native.PerFunctionDict(shared))
+        guard.freeze_namespace(module)  # the caches stay where they are
 
 
 def shared_dicts() -> list[dict[object, object]]:
