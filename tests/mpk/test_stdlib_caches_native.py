@@ -3,7 +3,7 @@
 Two domains with private heaps stand for two functions; each calls a shared
 ``lru_cache``, ``re.compile`` and ``struct`` and reads ``linecache``. Once
 ``caches_per_function`` and ``PerFunctionDict`` are installed, each gets entries made in
-its own slot, the shared caches stay as the code outside left them, and function code
+its own slot (so does a thread it starts), the shared caches stay as the code outside left them, and function code
 finds no way to the shared dict behind a ``PerFunctionDict``. The control runs the same
 calls without the redirect: the second domain is handed the first one's private object
 (under keys, a fault; here its slot shows it). Placement is the same with or without
@@ -17,7 +17,7 @@ import subprocess
 import textwrap
 
 SCRIPT = """
-import functools, gc, json, linecache, os, re, struct, sys, _faastlane as f
+import functools, gc, json, linecache, os, re, struct, sys, threading, _faastlane as f
 REDIRECT = sys.argv[1] == "redirect"
 
 @functools.lru_cache(maxsize=8)
@@ -43,8 +43,14 @@ def function(domain, label):
     got = {"made": made("shared-key"), "again": made("shared-key"),
            "unbounded": unbounded("k"), "outside": made("outside"),
            "pattern": re.compile(r"(x+)(y+)z"), "line": linecache.getline(LINES, 1)}
+    # A thread the function starts is born in its domain: the same copies.
+    from_thread = []
+    thread = threading.Thread(target=lambda: from_thread.append(made("shared-key")))
+    thread.start()
+    thread.join()
+    got["thread"] = from_thread[0]
     report({label: {"slots": {k: slot(v) == domain.slot for k, v in got.items()},
-            "same_again": got["made"] is got["again"],
+            "same_again": got["made"] is got["again"] is got["thread"],
             "info": list(made.cache_info()),
             "unpacked": list(struct.unpack("<3H5x", struct.pack("<3H5x", 1, 2, 3))),
             "calcsize": struct.calcsize("<3H5x"),
@@ -86,7 +92,8 @@ def test_each_function_fills_its_own_copy_of_the_stdlib_caches(runtime: str) -> 
     out = run(runtime, "redirect")
     # Every cached object a function got was made in its own heap, even for a key the
     # code outside had cached (an lru_cache's copy starts empty).
-    mine = dict.fromkeys(("made", "again", "unbounded", "outside", "pattern", "line"), True)
+    mine = dict.fromkeys(("made", "again", "unbounded", "outside", "pattern", "line",
+                          "thread"), True)
     for name in ("a", "b", "a_again"):
         assert out[name]["slots"] == mine, (name, out[name])
         assert out[name]["same_again"]  # cached: the second call hit
@@ -95,7 +102,7 @@ def test_each_function_fills_its_own_copy_of_the_stdlib_caches(runtime: str) -> 
     assert out["a"]["ids"] != out["b"]["ids"]  # b was never handed a's objects
     assert out["a_again"]["ids"] == out["a"]["ids"]  # warm across invocations
     # cache_info is the caller's own: hits, misses, maxsize, size.
-    assert out["a"]["info"] == [1, 2, 8, 2] and out["a_again"]["info"] == [4, 2, 8, 2]
+    assert out["a"]["info"] == [2, 2, 8, 2] and out["a_again"]["info"] == [6, 2, 8, 2]
     # The shared caches are as the code outside left them.
     assert out["outside"] == {"info": [0, 1, 8, 1], "cache2_unchanged": True,
                               "outside_entry_shared": True}
