@@ -14,7 +14,7 @@ globals and whose lazily made defaults start unset. The default session a functi
 ``boto3.client()`` makes is then private, reused by its next invocation (the warm
 pattern), and never seen by another function. The code and every submodule
 (``boto3.session``, botocore) stay shared: they hold no per-caller state at module level
-that is not kept per function or purged at exits (stdlib_caches, library_caches).
+that is not kept per function (stdlib_caches, library_caches).
 
 Routing is by ``import`` statement: inside a function's domain, ``import boto3`` and
 ``from boto3 import client`` give the function's instance (``builtins.__import__`` is
