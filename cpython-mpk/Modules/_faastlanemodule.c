@@ -203,22 +203,51 @@ Domain_exit(DomainObject *self, PyObject *Py_UNUSED(ignored))
 /* The invoker's one gate for function code: enter, seal, call
  * callable(*args), make sure what leaves is shared, unseal, exit.  Only this
  * C frame unseals, so nothing the callable runs can leave the domain or enter
- * another.  METH_FASTCALL: no argument tuple is made inside. */
+ * another.  With `input` (run_sealed_on), the callable gets first the
+ * domain's own deep copy of it, made right after the entry gate: an input in
+ * the hand-off domain's heap is read with that key granted for the copy only,
+ * which runs no Python code.  METH_FASTCALL: no argument tuple is made
+ * inside. */
 static PyObject *
-Domain_run_sealed(DomainObject *self, PyObject *const *args, Py_ssize_t nargs)
+run_sealed(DomainObject *self, PyObject *callable, PyObject *const *args,
+           Py_ssize_t nargs, PyObject *input)
 {
     PyObject *result;
     _PyMPK_Status status;
 
-    if (nargs < 1) {
-        PyErr_SetString(PyExc_TypeError, "run_sealed() needs a callable");
-        return NULL;
-    }
     status = _PyMPK_EnterSealed(self->handle);
     if (status != _PyMPK_OK) {
         return raise_status(status, "enter", self);
     }
-    result = PyObject_Vectorcall(args[0], args + 1, (size_t)(nargs - 1), NULL);
+    if (input == NULL) {
+        result = PyObject_Vectorcall(callable, args, (size_t)nargs, NULL);
+    }
+    else {
+        PyObject *copy, *small[8], **call_args = small;
+        _PyMPK_OpenHandoff(1);
+        copy = _PyMPK_PromoteJSON(input);
+        _PyMPK_OpenHandoff(0);
+        if (nargs + 1 > (Py_ssize_t)Py_ARRAY_LENGTH(small)) {
+            call_args = PyMem_Malloc((size_t)(nargs + 1) * sizeof(PyObject *));
+            if (call_args == NULL) {
+                Py_CLEAR(copy);
+                PyErr_NoMemory();
+            }
+        }
+        if (copy != NULL) {
+            call_args[0] = copy;
+            memcpy(call_args + 1, args, (size_t)nargs * sizeof(PyObject *));
+            result = PyObject_Vectorcall(callable, call_args,
+                                         (size_t)(nargs + 1), NULL);
+            Py_DECREF(copy);
+        }
+        else {
+            result = NULL;
+        }
+        if (call_args != small) {
+            PyMem_Free(call_args);
+        }
+    }
     result = _PyMPK_SealedResult(result, _PyMPK_SlotBase(self->handle.slot),
                                  _PyMPK_SLOT_SIZE, DomainError);
     status = _PyMPK_ExitSealed(self->handle);
@@ -229,6 +258,28 @@ Domain_run_sealed(DomainObject *self, PyObject *const *args, Py_ssize_t nargs)
         return raise_status(status, "exit", self);
     }
     return result;
+}
+
+static PyObject *
+Domain_run_sealed(DomainObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "run_sealed() needs a callable");
+        return NULL;
+    }
+    return run_sealed(self, args[0], args + 1, nargs - 1, NULL);
+}
+
+static PyObject *
+Domain_run_sealed_on(DomainObject *self, PyObject *const *args,
+                     Py_ssize_t nargs)
+{
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "run_sealed_on() needs an input and a callable");
+        return NULL;
+    }
+    return run_sealed(self, args[1], args + 2, nargs - 2, args[0]);
 }
 
 /* METH_FASTCALL: an argument tuple would be allocated inside the domain's
@@ -432,17 +483,6 @@ Domain_shared_referrers(DomainObject *self, PyObject *Py_UNUSED(ignored))
                                   _PyMPK_SLOT_SIZE);
 }
 
-static PyObject *
-Domain_holders_among(DomainObject *self, PyObject *candidates)
-{
-    if (!self->alive) {
-        PyErr_Format(DomainError, "domain (slot %d) was destroyed", self->handle.slot);
-        return NULL;
-    }
-    return _PyMPK_HoldersAmong(candidates, _PyMPK_SlotBase(self->handle.slot),
-                               _PyMPK_SLOT_SIZE);
-}
-
 /* The exit gate inspects shared containers that other domains' objects may
    share: iterating them in Python would touch those objects. */
 static PyObject *
@@ -481,16 +521,19 @@ static PyMethodDef Domain_methods[] = {
      "sealed for life.  The result must be shared (a private one raises "
      "DomainError); an exception leaves without traceback or context, and a "
      "private one is replaced by a shared copy of its text."},
+    {"run_sealed_on", (PyCFunction)(void (*)(void))Domain_run_sealed_on,
+     METH_FASTCALL,
+     "run_sealed_on(input, callable, *args)\n--\n\nrun_sealed(callable, "
+     "copy, *args), where copy is the domain's own deep copy of the plain "
+     "JSON value input (containers, and every leaf of a private heap), made "
+     "after the entry gate; an input in the hand-off domain's heap is read "
+     "there with the hand-off key granted for the copy only."},
     {"__enter__", (PyCFunction)Domain_enter, METH_NOARGS,
      "Enter the domain for the body of a with statement."},
     {"visible_items", (PyCFunction)Domain_visible_items, METH_O,
      "visible_items(container)\n--\n\nThe entries of a dict (as (key, value) "
      "pairs), list, tuple or set that hold nothing of another domain's slot; "
      "those are skipped by address, never read."},
-    {"holders_among", (PyCFunction)Domain_holders_among, METH_O,
-     "holders_among(candidates)\n--\n\nThose of the given shared objects that hold a "
-     "pointer into this domain's slot\n(addresses compared, as shared_referrers() "
-     "does, over these objects only)."},
     {"shared_referrers", (PyCFunction)Domain_shared_referrers, METH_NOARGS,
      "shared_referrers()\n--\n\nThe shared GC-tracked objects that hold a "
      "pointer into this domain's slot (escapes, once its function returned). "
@@ -769,6 +812,34 @@ faastlane_read_pkru(PyObject *module, PyObject *Py_UNUSED(ignored))
 
 /* METH_FASTCALL: no argument tuple is made in the caller's private heap. */
 static PyObject *
+faastlane_set_handoff(PyObject *module, PyObject *arg)
+{
+    DomainObject *domain = (DomainObject *)arg;
+    _PyMPK_Status status;
+
+    if (!PyObject_TypeCheck(arg, &Domain_Type)) {
+        PyErr_Format(PyExc_TypeError, "set_handoff() needs a Domain, not %T", arg);
+        return NULL;
+    }
+    if (!domain->alive || !_PyMPK_HeapEnabled(domain->handle.slot)) {
+        PyErr_SetString(DomainError, "the hand-off domain must be alive and "
+                        "have a private heap");
+        return NULL;
+    }
+    status = _PyMPK_SetHandoff(domain->handle);
+    if (status != _PyMPK_OK) {
+        return raise_status(status, "set_handoff", domain);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+faastlane_deep_copy_json(PyObject *module, PyObject *value)
+{
+    return _PyMPK_DeepCopyJSON(value);
+}
+
+static PyObject *
 faastlane_call_shared(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs < 1) {
@@ -952,6 +1023,17 @@ static PyMethodDef faastlane_methods[] = {
      "with str keys, list, tuple as a list, str, int, float, bool, None) made "
      "by this thread's allocator: containers always, leaves only when they "
      "live in a private heap.  TypeError for anything else."},
+    {"set_handoff", (PyCFunction)faastlane_set_handoff, METH_O,
+     "set_handoff(domain)\n--\n\nMake `domain` (alive, with a private heap) "
+     "the hand-off domain, once per process: from then on a thread outside "
+     "every domain holds its key as well as key 0, function code never does; "
+     "it never parks and cannot be destroyed.  Call it before starting other "
+     "threads."},
+    {"deep_copy_json", (PyCFunction)faastlane_deep_copy_json, METH_O,
+     "deep_copy_json(value)\n--\n\nA deep copy of a plain JSON value (dict with "
+     "str keys, list, tuple as list, str, int, float, bool, None) in which "
+     "every container and every leaf but the immortal ones is new, made by "
+     "the calling thread's allocator."},
     {"call_shared", (PyCFunction)(void (*)(void))faastlane_call_shared,
      METH_FASTCALL,
      "call_shared(callable, *args)\n--\n\nCall callable(*args) with this "

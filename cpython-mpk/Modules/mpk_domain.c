@@ -68,6 +68,16 @@ static _Thread_local uint32_t tls_pkru SIGNAL_SAFE_TLS = _PyMPK_PKRU_SHARED;
 static _Thread_local int tls_sealed_slot SIGNAL_SAFE_TLS = -1;
 static _Thread_local int tls_sealed_for_life;
 
+/* The hand-off domain (_PyMPK_SetHandoff): the data in flight between
+ * functions lives in its heap.  A thread outside every domain holds its key
+ * as well as key 0 (outside_pkru), so the runtime reads that data wherever
+ * it runs; function code never holds it (its domains' values are computed
+ * from _PyMPK_PKRU_SHARED, and a thread it started leaves a domain with
+ * _PyMPK_PKRU_SHARED). */
+static _Atomic int handoff_slot = -1;
+static _PyMPK_Handle handoff;
+static _Atomic uint32_t outside_pkru = _PyMPK_PKRU_SHARED;
+
 static _Thread_local char tls_error[320];
 static _Thread_local int tls_errno;
 
@@ -350,6 +360,10 @@ scrub_and_release(slot_t *s, uintptr_t base)
 _PyMPK_Status
 _PyMPK_Destroy(_PyMPK_Handle h)
 {
+    if (h.slot == atomic_load_explicit(&handoff_slot, memory_order_acquire)) {
+        _PyMPK_SetError(0, "the hand-off domain lives as long as the process");
+        return refuse(_PyMPK_ERR_LIMIT);
+    }
     _PyMPK_Status status;
     slot_t *s;
     uint64_t w;
@@ -503,8 +517,10 @@ _PyMPK_Enter(_PyMPK_Handle h)
     return _PyMPK_OK;
 }
 
-_PyMPK_Status
-_PyMPK_Exit(_PyMPK_Handle h)
+/* The exit gate, back to `outside`: the runtime's value (key 0 and the
+ * hand-off key) or, for a thread function code started, key 0 only. */
+static _PyMPK_Status
+exit_to(_PyMPK_Handle h, uint32_t outside)
 {
     slot_t *s;
 
@@ -518,7 +534,7 @@ _PyMPK_Exit(_PyMPK_Handle h)
     }
     s = &_PyMPK_Slots[h.slot];
     _PyMPK_HeapDetach();
-    tls_pkru = _PyMPK_PKRU_SHARED;
+    tls_pkru = outside;
     atomic_signal_fence(memory_order_seq_cst);
     _PyMPK_KeysWritePKRU(keys, &tls_pkru);
     tls_slot = -1;
@@ -530,6 +546,12 @@ _PyMPK_Exit(_PyMPK_Handle h)
     /* Last: once the count drops, destroy may run and recycle the key. */
     atomic_fetch_sub_explicit(&s->word, 1, memory_order_release);
     return _PyMPK_OK;
+}
+
+_PyMPK_Status
+_PyMPK_Exit(_PyMPK_Handle h)
+{
+    return exit_to(h, atomic_load_explicit(&outside_pkru, memory_order_acquire));
 }
 
 /* The seal is what keeps function code in its domain: it can neither leave
@@ -587,7 +609,98 @@ _PyMPK_ExitBornSealed(_PyMPK_Handle h)
     tls_sealed_slot = -1;
     tls_sealed_for_life = 0;
     _PyMPK_GuardSealed(0);
-    return _PyMPK_Exit(h);
+    return exit_to(h, _PyMPK_PKRU_SHARED);   /* never the hand-off key */
+}
+
+/* ====================================================================== */
+/* The hand-off domain                                                    */
+
+_PyMPK_Status
+_PyMPK_SetHandoff(_PyMPK_Handle h)
+{
+    _PyMPK_Status status = _PyMPK_OK;
+    slot_t *s;
+    uint64_t w;
+
+    if (tls_sealed_slot >= 0) {
+        return refuse(_PyMPK_ERR_SEALED);
+    }
+    if (!valid_slot(h.slot)) {
+        return refuse(_PyMPK_ERR_STALE);
+    }
+    pthread_mutex_lock(&table_lock);
+    s = &_PyMPK_Slots[h.slot];
+    w = atomic_load_explicit(&s->word, memory_order_acquire);
+    if (word_generation(w) != h.generation || word_state(w) != STATE_LIVE) {
+        status = refuse(_PyMPK_ERR_STALE);
+    }
+    else if (atomic_load_explicit(&handoff_slot, memory_order_relaxed) >= 0) {
+        _PyMPK_SetError(0, "the hand-off domain is set once per process");
+        status = refuse(_PyMPK_ERR_LIMIT);
+    }
+    else if (w & PARKED_BIT) {
+        _PyMPK_SetError(0, "the hand-off domain holds no key: create it "
+                        "before the functions' domains");
+        status = refuse(_PyMPK_ERR_LIMIT);
+    }
+    else {
+        handoff = h;
+        if (s->key > 0) {
+            atomic_store_explicit(&outside_pkru, s->pkru, memory_order_release);
+        }
+        atomic_store_explicit(&handoff_slot, h.slot, memory_order_release);
+    }
+    pthread_mutex_unlock(&table_lock);
+    if (status == _PyMPK_OK) {
+        _PyMPK_StartOutside();
+    }
+    return status;
+}
+
+int
+_PyMPK_HandoffSlot(void)
+{
+    return atomic_load_explicit(&handoff_slot, memory_order_acquire);
+}
+
+int
+_PyMPK_HandoffHandle(_PyMPK_Handle *out)
+{
+    if (_PyMPK_HandoffSlot() < 0) {
+        return 0;
+    }
+    *out = handoff;
+    return 1;
+}
+
+void
+_PyMPK_StartOutside(void)
+{
+    if (tls_slot < 0 && tls_sealed_slot < 0) {
+        tls_pkru = atomic_load_explicit(&outside_pkru, memory_order_acquire);
+        _PyMPK_KeysWritePKRU(keys, &tls_pkru);
+    }
+}
+
+_PyMPK_Status
+_PyMPK_OpenHandoff(int open)
+{
+    int slot = _PyMPK_HandoffSlot();
+
+    if (slot < 0 || tls_slot < 0) {
+        return _PyMPK_OK;   /* nothing to open, or already outside */
+    }
+    if (open) {
+        /* A clear bit grants: the union of both values' rights. */
+        tls_pkru = _PyMPK_Slots[tls_slot].pkru
+                   & atomic_load_explicit(&outside_pkru, memory_order_acquire);
+    }
+    else {
+        tls_pkru = _PyMPK_Slots[tls_slot].pkru;
+    }
+    atomic_signal_fence(memory_order_seq_cst);
+    _PyMPK_KeysWritePKRU(keys, &tls_pkru);
+    return _PyMPK_OK;
 }
 
 uint32_t

@@ -126,13 +126,10 @@ _PyMPK_CopyContainers(PyObject *value)
     return copy;
 }
 
-/* A private leaf's shared twin; a shared one is returned as is. */
+/* A new leaf equal to `v`, made by the calling thread's allocator. */
 static PyObject *
-promote_leaf(PyObject *v)
+fresh_leaf(PyObject *v)
 {
-    if (!_PyMPK_InHeaps(v)) {
-        return Py_NewRef(v);
-    }
     if (PyUnicode_CheckExact(v)) {
         return _PyUnicode_Copy(v);
     }
@@ -142,18 +139,47 @@ promote_leaf(PyObject *v)
     return PyFloat_FromDouble(PyFloat_AS_DOUBLE(v));
 }
 
+/* A private leaf's shared twin; a shared one is returned as is. */
 static PyObject *
-promote_str_key(PyObject *key)
+promote_leaf(PyObject *v)
+{
+    return _PyMPK_InHeaps(v) ? fresh_leaf(v) : Py_NewRef(v);
+}
+
+/* Every leaf but the immortal ones (small ints, interned strings): what the
+ * value holds is then all in the calling thread's heap. */
+static PyObject *
+copy_leaf(PyObject *v)
+{
+    return _Py_IsImmortal(v) ? Py_NewRef(v) : fresh_leaf(v);
+}
+
+static PyObject *
+str_key(PyObject *key, copy_fn copy)
 {
     if (!PyUnicode_CheckExact(key)) {
         PyErr_Format(PyExc_TypeError, "not a str key: %T", key);
         return NULL;
     }
-    return promote_leaf(key);
+    return copy(key);
 }
 
-PyObject *
-_PyMPK_PromoteJSON(PyObject *value)
+static PyObject *
+promote_str_key(PyObject *key)
+{
+    return str_key(key, promote_leaf);
+}
+
+static PyObject *
+copy_str_key(PyObject *key)
+{
+    return str_key(key, copy_leaf);
+}
+
+/* A plain JSON value rebuilt: containers (tuples become lists) by this
+ * function, leaves by `leaf`, keys by `key`, nested values by `again`. */
+static PyObject *
+rebuild_json(PyObject *value, copy_fn leaf, copy_fn key, copy_fn again)
 {
     PyObject *copy = NULL;
 
@@ -161,27 +187,37 @@ _PyMPK_PromoteJSON(PyObject *value)
         return Py_NewRef(value);  /* immortal singletons */
     }
     if (shared_leaf(value)) {
-        return promote_leaf(value);
+        return leaf(value);
     }
-    if (Py_EnterRecursiveCall(" while promoting a function's result")) {
+    if (Py_EnterRecursiveCall(" while copying a JSON value")) {
         return NULL;
     }
     if (PyDict_CheckExact(value)) {
-        copy = copy_dict(value, promote_str_key, _PyMPK_PromoteJSON);
+        copy = copy_dict(value, key, again);
     }
     else if (PyList_CheckExact(value)) {
-        copy = copy_items(_PyList_ITEMS(value), PyList_GET_SIZE(value),
-                          _PyMPK_PromoteJSON);
+        copy = copy_items(_PyList_ITEMS(value), PyList_GET_SIZE(value), again);
     }
     else if (PyTuple_CheckExact(value)) {
-        copy = copy_items(_PyTuple_ITEMS(value), PyTuple_GET_SIZE(value),
-                          _PyMPK_PromoteJSON);
+        copy = copy_items(_PyTuple_ITEMS(value), PyTuple_GET_SIZE(value), again);
     }
     else {
         PyErr_Format(PyExc_TypeError, "not a plain JSON value: %T", value);
     }
     Py_LeaveRecursiveCall();
     return copy;
+}
+
+PyObject *
+_PyMPK_PromoteJSON(PyObject *value)
+{
+    return rebuild_json(value, promote_leaf, promote_str_key, _PyMPK_PromoteJSON);
+}
+
+PyObject *
+_PyMPK_DeepCopyJSON(PyObject *value)
+{
+    return rebuild_json(value, copy_leaf, copy_str_key, _PyMPK_DeepCopyJSON);
 }
 
 static int
@@ -348,27 +384,6 @@ check_referrer(PyObject *op, slot_range *range, PyObject *found)
 }
 
 PyObject *
-_PyMPK_HoldersAmong(PyObject *candidates, uintptr_t base, size_t size)
-{
-    slot_range range = {base, size, 0};
-    struct _PyMPK_Heap *heap = _PyMPK_ThreadHeap;
-    PyObject *seq, *found = NULL;
-    _PyMPK_ThreadHeap = NULL;   /* shared, as _PyMPK_SharedReferrers' list */
-    seq = PySequence_Fast(candidates, "holders_among() needs a list or tuple");
-    if (seq != NULL) {
-        found = PyList_New(0);
-        for (Py_ssize_t i = 0; found != NULL && i < PySequence_Fast_GET_SIZE(seq); i++) {
-            if (check_referrer(PySequence_Fast_GET_ITEM(seq, i), &range, found) < 0) {
-                Py_CLEAR(found);
-            }
-        }
-        Py_DECREF(seq);
-    }
-    _PyMPK_ThreadHeap = heap;
-    return found;
-}
-
-PyObject *
 _PyMPK_SharedReferrers(uintptr_t base, size_t size)
 {
     PyInterpreterState *interp = _PyInterpreterState_GET();
@@ -508,15 +523,6 @@ _PyMPK_VisibleItems(PyObject *container, uintptr_t base, size_t size)
 }
 
 PyObject *
-_PyMPK_HoldersAmong(PyObject *candidates, uintptr_t base, size_t size)
-{
-    (void)candidates;
-    (void)base;
-    (void)size;
-    return refuse();
-}
-
-PyObject *
 _PyMPK_CopyContainers(PyObject *value)
 {
     (void)value;
@@ -525,6 +531,13 @@ _PyMPK_CopyContainers(PyObject *value)
 
 PyObject *
 _PyMPK_PromoteJSON(PyObject *value)
+{
+    (void)value;
+    return refuse();
+}
+
+PyObject *
+_PyMPK_DeepCopyJSON(PyObject *value)
 {
     (void)value;
     return refuse();

@@ -18,11 +18,6 @@ PyObject *_PyMPK_SealedResult(PyObject *result, uintptr_t base, size_t size,
  * [base, base + size), or NULL with an exception set. */
 PyObject *_PyMPK_SharedReferrers(uintptr_t base, size_t size);
 
-/* The objects of the sequence `candidates` that hold a pointer into
- * [base, base + size), judged as _PyMPK_SharedReferrers judges each object:
- * the exit gate's cheap check of the caches it knows, at every exit. */
-PyObject *_PyMPK_HoldersAmong(PyObject *candidates, uintptr_t base, size_t size);
-
 /* A new list of the entries of a dict, list, tuple or set that hold no object
  * of a slot other than [base, base + size) -- dict entries as (key, value)
  * pairs.  Other domains' objects are skipped by address, never read. */
@@ -42,5 +37,10 @@ PyObject *_PyMPK_CopyContainers(PyObject *value);
  * Decimal, a non-str key) or RecursionError for a cycle: the caller falls
  * back to the JSON round trip, which converts or names the problem. */
 PyObject *_PyMPK_PromoteJSON(PyObject *value);
+
+/* A new deep copy of a plain JSON value in which every container and every
+ * leaf but the immortal ones is new, made by the calling thread's allocator:
+ * a value moved into the hand-off domain's heap keeps nothing in key 0. */
+PyObject *_PyMPK_DeepCopyJSON(PyObject *value);
 
 #endif /* !FAASTLANE_MPK_EXIT_H */

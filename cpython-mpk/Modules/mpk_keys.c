@@ -137,7 +137,10 @@ park_one(int except)
                                                memory_order_acquire);
             uint64_t t = atomic_load_explicit(&si->last_exit,
                                               memory_order_relaxed);
-            if (i != except && word_state(wi) == STATE_LIVE
+            /* The hand-off domain keeps its key: the runtime's threads
+             * hold it outside every domain (mpk_domain.c). */
+            if (i != except && i != _PyMPK_HandoffSlot()
+                && word_state(wi) == STATE_LIVE
                 && !(wi & PARKED_BIT) && word_entered(wi) == 0
                 && si->key > 0 && t < oldest)
             {

@@ -66,6 +66,22 @@ start_sealed(void *p)
     return result;
 }
 
+typedef struct {
+    void *(*start)(void *);
+    void *arg;
+} outside_start;
+
+/* A runtime thread's child: the outside value, hand-off key included, and
+ * recorded, so that the signal path restores that value. */
+static void *
+start_outside(void *p)
+{
+    outside_start s = *(outside_start *)p;
+    free(p);
+    _PyMPK_StartOutside();
+    return s.start(s.arg);
+}
+
 static create_fn
 libc_pthread_create(void)
 {
@@ -91,7 +107,17 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr,
         return EAGAIN;
     }
     if (slot < 0) {
-        return create(thread, attr, start, arg);
+        outside_start *o;
+        if (_PyMPK_HandoffSlot() < 0 || (o = malloc(sizeof(*o))) == NULL) {
+            return create(thread, attr, start, arg);
+        }
+        o->start = start;
+        o->arg = arg;
+        rc = create(thread, attr, start_outside, o);
+        if (rc != 0) {
+            free(o);
+        }
+        return rc;
     }
     s = malloc(sizeof(*s));
     if (s == NULL) {

@@ -496,6 +496,101 @@ def destroyed_private_heap_address_faults_without_key(note: Note) -> None:
     note("read", True)
 
 
+# ---------------------------------------------------------------------------
+# The hand-off domain (_faastlane.set_handoff): data in flight between functions
+
+
+def _handoff_value(note: Note, box: Box) -> _faastlane.Domain:
+    """The hand-off domain, made so, and a value built in its heap (its address, the
+    address of a leaf, and the leaf's size in ``box``)."""
+    h = heap_domain(note, "a")  # the owner whose key a fault must carry
+    _faastlane.set_handoff(h)
+    with h:
+        value = _faastlane.deep_copy_json({"secret": "in-flight-" + str(10**9)})
+        keep(value)
+        box[0] = id(value["secret"])
+        box[1] = sys.getsizeof(value["secret"])
+        box[2] = id(value)
+    note("leaf_in_handoff", _faastlane.slot_of(int(box[0])) == h.slot)
+    return h
+
+
+def handoff_data_read_by_a_function_domain_faults_with_handoff_pkey(note: Note) -> None:
+    box = Box()
+    _handoff_value(note, box)
+    b = heap_domain(note, "b")
+
+    def reader() -> None:
+        with b:  # a function's rights: key 0 and its own key
+            note("about_to_read", True)
+            peek(int(box[0]), int(box[1]))
+            note("read", True)
+
+    in_thread(reader)
+
+
+def handoff_data_read_by_a_thread_a_function_started_faults(note: Note) -> None:
+    """The thread outlives its function's invocation (run_sealed returned) and leaves
+    the domain with key 0 only, never the runtime's outside value."""
+    box = Box()
+    _handoff_value(note, box)
+    b = heap_domain(note, "b")
+    flags = Box()  # [0]: the function returned; [1]: the thief read (no shared lock
+    # either side may wait on: a waiter made by the thief would be private to it)
+
+    def thief() -> None:
+        while not flags[0]:
+            time.sleep(0.01)
+        note("about_to_read", True)
+        peek(int(box[0]), int(box[1]))
+        note("read", True)
+        flags[1] = 1
+
+    # Made outside, started by the function: what start() makes is the function's
+    # (so the probe polls a shared flag rather than joining it).
+    thread = threading.Thread(target=thief, daemon=True)
+    b.run_sealed(thread.start)
+    note("function_returned", True)
+    flags[0] = 1
+    deadline = time.monotonic() + 10
+    while not flags[1] and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def handoff_data_is_read_by_runtime_threads_and_crosses_an_entry_gate_as_a_copy(
+        note: Note) -> None:
+    """The controls: the runtime's threads outside every domain hold the hand-off key
+    (the main thread; a thread started after, also once a signal handler restored its
+    PKRU); a function gets its input as its own copy, made in its heap."""
+    import signal
+
+    box = Box()
+    h = _handoff_value(note, box)
+    note("main_read", peek(int(box[0]), int(box[1])) != b"")
+    signal.signal(signal.SIGUSR1, lambda *_: None)
+    out = Box()
+
+    def runtime_thread() -> None:
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
+        out[0] = 1 if peek(int(box[0]), int(box[1])) else 0
+
+    in_thread(runtime_thread)
+    note("thread_read", int(out[0]))
+    value = ctypes.cast(int(box[2]), ctypes.py_object).value
+    b = heap_domain(note, "b")
+
+    def function(event: dict[str, str]) -> None:
+        out[1] = 1 if event["secret"] == "in-flight-" + str(10**9) else 0
+        out[2] = 1 if _faastlane.slot_of(id(event["secret"])) == b.slot else 0
+        out[3] = 1 if _faastlane.slot_of(id(event)) == b.slot else 0
+        event["secret"] = "changed"
+
+    b.run_sealed_on(value, function)
+    note("copy", [int(out[1]), int(out[2]), int(out[3])])
+    note("original_kept", value["secret"] == "in-flight-" + str(10**9))
+    note("handoff_slot", h.slot)
+
+
 COMMON: list[Probe] = [
     function_thread_reads_back_its_own_private_objects,
     function_threads_read_shared_input_and_shared_objects_stay_shared,
@@ -516,6 +611,9 @@ WITH_KEYS: list[Probe] = [
     private_object_escaped_into_shared_list_faults_on_read_with_owner_pkey,
     warm_cache_is_reused_across_invocations_and_unreadable_to_others,
     destroyed_private_heap_address_faults_without_key,
+    handoff_data_read_by_a_function_domain_faults_with_handoff_pkey,
+    handoff_data_read_by_a_thread_a_function_started_faults,
+    handoff_data_is_read_by_runtime_threads_and_crosses_an_entry_gate_as_a_copy,
 ]
 
 

@@ -132,3 +132,38 @@ def test_state_made_on_first_use_lives_with_its_owner(qemu_heap_probes: ProbeRun
 
 def test_fork_leaves_a_domain_threads_state_alone(qemu_heap_probes: ProbeRun) -> None:
     check_fork_leaves_domain_thread_state(qemu_heap_probes["fork_leaves_a_domain_threads_state_alone"])
+
+
+def test_handoff_data_read_by_a_function_domain_faults_with_the_handoff_key(
+    qemu_heap_probes: ProbeRun,
+) -> None:
+    """Data in flight (the hand-off domain's heap) is out of a function's reach: its
+    domain grants key 0 and its own key only."""
+    r = qemu_heap_probes["handoff_data_read_by_a_function_domain_faults_with_handoff_pkey"]
+    assert r.notes["leaf_in_handoff"] is True, r.describe()
+    fault = assert_owner_key_fault(r)  # owner "a": the hand-off domain
+    assert fault["thread_slot"] == r.notes["b_slot"], r.describe()
+
+
+def test_handoff_data_read_by_a_thread_a_function_started_faults(
+    qemu_heap_probes: ProbeRun,
+) -> None:
+    """A thread function code started, still running after the function returned,
+    never holds the runtime's outside value."""
+    r = qemu_heap_probes["handoff_data_read_by_a_thread_a_function_started_faults"]
+    assert r.notes["function_returned"] is True, r.describe()
+    fault = assert_owner_key_fault(r)
+    assert fault["thread_slot"] == r.notes["b_slot"], r.describe()
+
+
+def test_runtime_threads_read_handoff_data_and_a_function_gets_its_own_copy(
+    qemu_heap_probes: ProbeRun,
+) -> None:
+    """The controls of the two above: the runtime's threads outside every domain read
+    the hand-off heap (also after a signal handler restored a new thread's PKRU), and
+    Domain.run_sealed_on hands the function a deep copy made in its own heap."""
+    r = qemu_heap_probes[
+        "handoff_data_is_read_by_runtime_threads_and_crosses_an_entry_gate_as_a_copy"]
+    assert r.exit_code == 0 and r.fault is None, r.describe()
+    assert r.notes["main_read"] is True and r.notes["thread_read"] == 1, r.describe()
+    assert r.notes["copy"] == [1, 1, 1] and r.notes["original_kept"] is True, r.describe()

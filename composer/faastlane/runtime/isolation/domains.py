@@ -209,6 +209,31 @@ class ProtectionDomain:
         result: T = self._domain.run_sealed(function, *args)
         return result
 
+    def run_sealed_on(self, value: Any, function: Callable[..., T], *args: Any) -> T:
+        """``run_sealed(function, copy, *args)``, where ``copy`` is the domain's own deep
+        copy of the plain JSON ``value``, made in C right after the entry gate: a value
+        in the hand-off domain's heap is read there with the hand-off key granted for
+        the copy only (:mod:`.handoff`). TypeError if ``value`` is not plain JSON."""
+        result: T = self._domain.run_sealed_on(value, function, *args)
+        return result
+
+    def make_handoff(self) -> None:
+        """Make this domain (with a private heap) the process's hand-off domain: threads
+        outside every domain hold its key from now on, function code never does."""
+        _native.set_handoff(self._domain)
+
+    def is_current(self) -> bool:
+        """Whether the calling thread is inside this domain."""
+        return _native.current_domain() is self._domain
+
+    def enter(self) -> None:
+        """The entry gate alone (:meth:`entered` pairs it with the exit gate)."""
+        self._domain.enter()
+
+    def exit(self) -> None:
+        """The exit gate alone."""
+        self._domain.exit()
+
     def threads_inside(self) -> int:
         """How many threads are between this domain's gates now."""
         entered: int = self._domain.entered
