@@ -154,9 +154,8 @@ _PyMPK_Status _PyMPK_ExitBornSealed(_PyMPK_Handle h);
  * parks and cannot be destroyed.  Set it before starting other threads: a
  * thread that is running already gets the value at its next exit gate. */
 _PyMPK_Status _PyMPK_SetHandoff(_PyMPK_Handle h);
-/* Its slot (-1 when unset) and handle (0 when unset). */
+/* Its slot, -1 when unset. */
 int _PyMPK_HandoffSlot(void);
-int _PyMPK_HandoffHandle(_PyMPK_Handle *out);
 /* A new thread outside every domain and unsealed takes the outside value
  * (mpk_thread.c; the kernel copied its creator's PKRU). */
 void _PyMPK_StartOutside(void);

@@ -75,7 +75,6 @@ static _Thread_local int tls_sealed_for_life;
  * from _PyMPK_PKRU_SHARED, and a thread it started leaves a domain with
  * _PyMPK_PKRU_SHARED). */
 static _Atomic int handoff_slot = -1;
-static _PyMPK_Handle handoff;
 static _Atomic uint32_t outside_pkru = _PyMPK_PKRU_SHARED;
 
 static _Thread_local char tls_error[320];
@@ -360,16 +359,16 @@ scrub_and_release(slot_t *s, uintptr_t base)
 _PyMPK_Status
 _PyMPK_Destroy(_PyMPK_Handle h)
 {
-    if (h.slot == atomic_load_explicit(&handoff_slot, memory_order_acquire)) {
-        _PyMPK_SetError(0, "the hand-off domain lives as long as the process");
-        return refuse(_PyMPK_ERR_LIMIT);
-    }
     _PyMPK_Status status;
     slot_t *s;
     uint64_t w;
 
     if (tls_sealed_slot >= 0) {
         return refuse(_PyMPK_ERR_SEALED);
+    }
+    if (h.slot == atomic_load_explicit(&handoff_slot, memory_order_acquire)) {
+        _PyMPK_SetError(0, "the hand-off domain lives as long as the process");
+        return refuse(_PyMPK_ERR_LIMIT);
     }
     if (!valid_slot(h.slot)) {
         return refuse(_PyMPK_ERR_STALE);
@@ -463,6 +462,20 @@ unpark_and_enter(_PyMPK_Handle h)
 /* ====================================================================== */
 /* Gates                                                                  */
 
+/* What every gate on a handle checks first: the caller is not sealed (its
+ * code is a function's) and the handle names a slot. */
+static inline _PyMPK_Status
+unsealed_and_valid(_PyMPK_Handle h)
+{
+    if (tls_sealed_slot >= 0) {
+        return refuse(_PyMPK_ERR_SEALED);
+    }
+    if (!valid_slot(h.slot)) {
+        return refuse(_PyMPK_ERR_STALE);
+    }
+    return _PyMPK_OK;
+}
+
 /* noinline: _PyMPK_EnterSealed calls this one copy.  -O3 would inline a
  * second one there: 600 bytes more of the interpreter's code to save one
  * call per sealed run. */
@@ -471,12 +484,10 @@ _PyMPK_Enter(_PyMPK_Handle h)
 {
     slot_t *s;
     uint64_t w;
+    _PyMPK_Status checked = unsealed_and_valid(h);
 
-    if (tls_sealed_slot >= 0) {
-        return refuse(_PyMPK_ERR_SEALED);
-    }
-    if (!valid_slot(h.slot)) {
-        return refuse(_PyMPK_ERR_STALE);
+    if (checked != _PyMPK_OK) {
+        return checked;
     }
     if (tls_slot >= 0) {
         return refuse(_PyMPK_ERR_NESTED);
@@ -618,15 +629,12 @@ _PyMPK_ExitBornSealed(_PyMPK_Handle h)
 _PyMPK_Status
 _PyMPK_SetHandoff(_PyMPK_Handle h)
 {
-    _PyMPK_Status status = _PyMPK_OK;
+    _PyMPK_Status status = unsealed_and_valid(h);
     slot_t *s;
     uint64_t w;
 
-    if (tls_sealed_slot >= 0) {
-        return refuse(_PyMPK_ERR_SEALED);
-    }
-    if (!valid_slot(h.slot)) {
-        return refuse(_PyMPK_ERR_STALE);
+    if (status != _PyMPK_OK) {
+        return status;
     }
     pthread_mutex_lock(&table_lock);
     s = &_PyMPK_Slots[h.slot];
@@ -644,7 +652,6 @@ _PyMPK_SetHandoff(_PyMPK_Handle h)
         status = refuse(_PyMPK_ERR_LIMIT);
     }
     else {
-        handoff = h;
         if (s->key > 0) {
             atomic_store_explicit(&outside_pkru, s->pkru, memory_order_release);
         }
@@ -661,16 +668,6 @@ int
 _PyMPK_HandoffSlot(void)
 {
     return atomic_load_explicit(&handoff_slot, memory_order_acquire);
-}
-
-int
-_PyMPK_HandoffHandle(_PyMPK_Handle *out)
-{
-    if (_PyMPK_HandoffSlot() < 0) {
-        return 0;
-    }
-    *out = handoff;
-    return 1;
 }
 
 void

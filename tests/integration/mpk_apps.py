@@ -215,8 +215,9 @@ FUNCTIONS = {
             return {"text": data["text"], "items": data["items"],
                     "input_copy_in_my_slot": slot_of(data) == my_slot()
                     and slot_of(data["items"]) == my_slot(),
-                    # Immutable leaves are not copied: the promoted, shared string.
-                    "input_text_shared": slot_of(data["text"]) is None}
+                    # Its leaves too: in flight they lived in the hand-off heap,
+                    # which no function's key opens (handoff.py).
+                    "input_text_in_my_slot": slot_of(data["text"]) == my_slot()}
         """,
     "Escape": """
         import sys

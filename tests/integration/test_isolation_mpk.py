@@ -84,10 +84,10 @@ def test_warm_state_stays_in_each_functions_heap(tmp_path: Path) -> None:
     assert out["registries1"] == out["registries2"] == {
         "seen": "set at import", "flag_shared": True, "slotnames_shared": True,
         "tls_context_in_my_slot": True, "host": "example.com", "parts": ["AB", "http"]}
-    # A result is promoted by value: the next function sees it, its containers copied
-    # into its own heap (it may mutate them), its immutable leaves shared.
+    # A result is promoted by value: the next function sees it as its own deep copy,
+    # made in its heap at the entry gate (it may mutate it), leaves included.
     assert out["consumed"] == {"text": "made by Produce " * 3, "items": [0, 1, 2, 3, 4],
-                               "input_copy_in_my_slot": True, "input_text_shared": True}
+                               "input_copy_in_my_slot": True, "input_text_in_my_slot": True}
 
 
 def test_urlopen_in_two_functions_leaves_no_escape(tmp_path: Path) -> None:

@@ -3,6 +3,12 @@ PKRU writes). Under real keys: test_private_heaps_qemu.py's ``handoff`` probes."
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from test_seal_native import run
 
 BODY = """
@@ -40,3 +46,65 @@ def test_handoff_domain_is_set_once_kept_and_copied_across_the_entry_gate(
     assert "copy [True, True, 42] True" in out, out
     assert "sealed SEALED" in out, out
     assert "not-json ERROR TypeError not a plain JSON value: set" in out, out
+
+
+# Runs a composed mpk action in-process and reports where its state data lives.
+WHERE_DATA_LIVES = """
+import json, sys, _faastlane
+sys.path.insert(0, sys.argv[1])
+import orchestrator
+from faastlane_runtime.isolation import handoff
+result = orchestrator.ORCHESTRATOR.execute(json.loads(sys.argv[2]))
+slot = handoff._domain.slot if handoff.active() else None
+def slots(value):
+    yield _faastlane.slot_of(id(value))
+    for item in (value.values() if isinstance(value, dict) else
+                 value if isinstance(value, list) else ()):
+        yield from slots(item)
+print(json.dumps({"status": result.status, "handoff": slot,
+                  "output": sorted(set(map(str, slots(result.output)))),
+                  "output_value": result.output}))
+"""
+
+APP_WORKFLOW = {"StartAt": "Produce", "States": {
+    "Produce": {"Type": "Task", "Resource": "Produce", "ResultPath": "$.made",
+                "Next": "Shape"},
+    "Shape": {"Type": "Pass", "Parameters": {"text.$": "$.made.text", "n.$": "$.n"},
+              "Next": "Consume"},
+    "Consume": {"Type": "Task", "Resource": "Consume", "End": True}}}
+APP_FUNCTIONS = {
+    "Produce": "def handler(event, context):\n"
+               "    return {'text': 'secret-' + str(event['n'] * 1000003)}\n",
+    "Consume": "def handler(event, context):\n"
+               "    return {'seen': event['text'] + '!', 'n': event['n'] + 10**12}\n",
+}
+
+
+def test_a_workflows_data_in_flight_lives_in_the_handoff_heap(
+        runtime: str, tmp_path: Path) -> None:
+    """Under mpk every container and leaf of an execution's output (made by the runtime
+    from a function's promoted result) is in the hand-off domain's heap, not key 0;
+    under none (the control) there is no hand-off domain and all of it is shared."""
+    app = tmp_path / "app"
+    (app / "functions").mkdir(parents=True)
+    (app / "workflow.json").write_text(json.dumps(APP_WORKFLOW))
+    for name, source in APP_FUNCTIONS.items():
+        (app / "functions" / f"{name}.py").write_text(source)
+    seen = {}
+    for isolation in ("mpk", "none"):
+        action = tmp_path / isolation
+        composed = subprocess.run([sys.executable, "-m", "faastlane", "compose", str(app),
+                                   "-o", str(action), "--isolation", isolation],
+                                  capture_output=True, text=True, timeout=120)
+        assert composed.returncode == 0, composed.stderr
+        done = subprocess.run([runtime, "-c", WHERE_DATA_LIVES, str(action), '{"n": 7}'],
+                              capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, FAASTLANE_MPK="off"))
+        assert done.returncode == 0, done.stderr
+        seen[isolation] = json.loads(done.stdout.splitlines()[-1])
+    mpk, none = seen["mpk"], seen["none"]
+    expected = {"seen": f"secret-{7 * 1000003}!", "n": 7 + 10**12}
+    assert mpk["status"] == none["status"] == "SUCCEEDED", seen
+    assert mpk["output_value"] == none["output_value"] == expected
+    assert mpk["handoff"] is not None and mpk["output"] == [str(mpk["handoff"])], mpk
+    assert none["handoff"] is None and none["output"] == ["None"], none

@@ -15,9 +15,10 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .asl import jsonata
 from .asl.errors import RUNTIME, StatesError, error_object, unexpected_cause
-from .asl.model import Machine
-from .engine import history
+from .asl.model import JSONATA, Machine, walk_states
+from .engine import handoff_scope, history
 from .engine.execution import Execution
 from .engine.functions import FunctionRegistry, FunctionSpec, Invocable, NoSandboxes
 from .interpreter.states import run_machine
@@ -116,6 +117,8 @@ class Orchestrator:
         # the template's others), known before the warm workers fork.
         state_machines.install(state_machines.load(root, name, workflow))
         service_clients.warm(services_of(workflow))  # boto3 loaded once, as functions are
+        if any(s.query_language == JSONATA for s in walk_states(workflow)):
+            jsonata.preload()
         # Warm workers for Parallel/Map, forked now that every module is imported.
         self.pool = ForkPool(name, workflow, self.functions, untrusted_functions(plan))
         if self.pool.wanted(self.options):
@@ -130,6 +133,12 @@ class Orchestrator:
     def execute(self, execution_input: Any, options: Options | None = None,
                 execution_name: str | None = None) -> Result:
         """Run one workflow instance to its end."""
+        with handoff_scope.held():  # its data is in flight from start to end
+            return self._execute(handoff_scope.take(execution_input), options,
+                                 execution_name)
+
+    def _execute(self, execution_input: Any, options: Options | None,
+                 execution_name: str | None) -> Result:
         options = options or self.options
         sections = Sections(Spiller.from_environ(self.workflow, options, self.pool))
         execution = Execution(self.name, execution_input, self.functions, options,

@@ -110,6 +110,17 @@ def _evaluate(text: str, field: str, states: dict[str, Any],
 # ------------------------------------------------------------------ the engine
 
 
+def preload() -> None:
+    """Import the engine now, if it is there (if not, the first evaluation says so):
+    the Orchestrator does before it runs anything, so that the modules are made in
+    the shared heap, not in the heap of the thread that first evaluates (under
+    ``--isolation mpk``, the hand-off domain's)."""
+    try:
+        _engine()
+    except ImportError:
+        pass
+
+
 def _engine() -> Any:
     """The jsonata package, imported on first use (vendored into JSONata actions)."""
     import jsonata  # noqa: PLC0415 - deliberately lazy

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..asl.errors import RUNTIME, TIMEOUT, StatesError, unexpected_cause
-from . import fault_reports, trace
+from . import fault_reports, handoff_scope, trace
 from .functions import EXIT_ERROR
 
 _CHUNK = 1 << 20
@@ -121,7 +121,10 @@ def run_forked(work: Sequence[Callable[[], Any]], max_workers: int, *,
     for w in range(workers):
         jobs = list(range(w, count, workers))
         read_fd, write_fd = os.pipe()
-        pid = os.fork()
+        # Forked from the shared heap: what the child's fork hooks rebuild (threading's
+        # table of threads) is read by the functions it runs. Then back where it was.
+        with handoff_scope.released():
+            pid = os.fork()
         if pid == 0:
             os.close(read_fd)
             for other in children:

@@ -23,6 +23,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from . import handoff_scope
+
 # A job of start(): it may return a last step, run once its thread is parked again.
 Handover = Callable[[], None]
 
@@ -43,6 +45,10 @@ class _Worker:
         self.thread.start()
 
     def _serve(self) -> None:
+        with handoff_scope.held():  # the data it hands on is in flight
+            self._loop()
+
+    def _loop(self) -> None:
         while True:
             job, waited_for = self.inbox.get()
             try:
@@ -78,7 +84,10 @@ class WorkerPool:
         with self._lock:
             idle = self._idle.get(key)
             worker = idle.pop() if idle else None
-        return worker if worker is not None else _Worker(key, self)
+        if worker is not None:
+            return worker
+        with handoff_scope.released():  # function code reads its Thread object
+            return _Worker(key, self)
 
     def park(self, worker: _Worker) -> None:
         with self._lock:

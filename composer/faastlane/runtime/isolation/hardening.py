@@ -188,6 +188,11 @@ _MARK = "_faastlane_function"  # attribute of the running Thread: its function's
 _SLOTS = 64  # _faastlane.SLOT_COUNT, spelled out: this module imports without it
 
 
+# Slots whose code is the runtime's own (the hand-off domain, handoff.py): their threads
+# are judged as threads outside every domain.
+_RUNTIME_SLOTS: set[int] = set()
+
+
 def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
                        Callable[[Callable[[], int | None]], None],
                        Callable[[int, str, bool], None], Callable[[], bool]]:
@@ -204,6 +209,7 @@ def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
     domain_names: dict[int, str | None] = dict.fromkeys(range(_SLOTS))
     # Slots whose code is the libraries a function imports (library_loader.py).
     library_slots: set[int] = set()
+    runtime_slots = _RUNTIME_SLOTS
     current_slot: list[Callable[[], int | None]] = []
     current_thread = threading.current_thread
 
@@ -211,7 +217,8 @@ def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
         name: str | None = getattr(current_thread(), _MARK, None)
         if name is None and current_slot:
             slot = current_slot[0]()
-            if slot is not None:  # inside a domain: function code, whatever Python says
+            # Inside a domain: function code, whatever Python says.
+            if slot is not None and slot not in runtime_slots:
                 name = domain_names.get(slot) or "<a function>"
         return name
 
@@ -235,9 +242,10 @@ def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
         if not current_slot:
             current_slot.append(slot_of_thread)
 
-    def name(slot: int, function: str, libraries: bool) -> None:
+    def name(slot: int, function: str | None, libraries: bool) -> None:
         domain_names[slot] = function
         (library_slots.add if libraries else library_slots.discard)(slot)
+        (runtime_slots.discard if function else runtime_slots.add)(slot)
 
     def in_libraries() -> bool:
         if not current_slot or getattr(current_thread(), _MARK, None) is not None:
@@ -254,7 +262,10 @@ _slot_reader: list[Callable[[], int | None]] = []
 
 
 def _in_domain() -> bool:
-    return bool(_slot_reader) and _slot_reader[0]() is not None
+    if not _slot_reader:
+        return False
+    slot = _slot_reader[0]()
+    return slot is not None and slot not in _RUNTIME_SLOTS
 
 
 def current_function() -> str | None:
@@ -271,6 +282,12 @@ def name_domain(slot: int, function: str, libraries: bool = False) -> None:
     the rest of the policy (processes, memory files, the object graph, hooks) is a
     function's."""
     _name_domain(slot, function, libraries)
+
+
+def name_runtime_domain(slot: int) -> None:
+    """Domain ``slot`` runs the runtime's own code (the hand-off domain): the policy
+    treats its threads as it treats threads outside every domain."""
+    _name_domain(slot, None, False)
 
 
 def function_scope(name: str) -> Any:
@@ -640,7 +657,7 @@ class Activation:
 
 
 _activations: list[Activation] = []
-_confined = threading.local()  # .done: this thread no longer holds CAP_SYS_PTRACE
+CONFINED = _confined = threading.local()  # .done: this thread no longer holds CAP_SYS_PTRACE
 
 
 def confine_thread() -> None:

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..asl.errors import StatesError
-from ..asl.jsonvalue import copy_event, detach, lambda_default
+from ..asl.jsonvalue import detach, lambda_default
 from ..engine import fault_reports, lambda_env
 from ..engine.functions import (
     FunctionSpec,
@@ -69,6 +69,7 @@ from ..engine.threads import POOL
 from . import (
     domains,
     guard,
+    handoff,
     hardening,
     library_caches,
     library_loader,
@@ -138,9 +139,19 @@ class DomainFunction:
     environment: dict[str, str | None] | None = field(default=None, repr=False)
 
     def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
-        """Run one invocation inside the domain; return its result, promoted."""
+        """Run one invocation inside the domain; return its result, promoted (into the
+        hand-off heap, when there is one: ``handoff.py``)."""
         if self.escaped is not None:
             raise IsolationError(self.spec.name, self.escaped)
+        # Its records and this thread's state are read inside: made in the shared heap.
+        with handoff.outside():
+            result, error = self._invoke(event, timeout_seconds)
+        if error is not None:
+            raise handoff.take_error(error)
+        return handoff.take(result)
+
+    def _invoke(self, event: Any, timeout_seconds: float | None
+                ) -> tuple[Any, StatesError | None]:
         # Set outside the domain: an int or a thread's dict made inside would be private.
         _running.own = self.own_names
         _running.fn = self
@@ -152,11 +163,22 @@ class DomainFunction:
         library_loader.start_loader_thread()  # a forked child's own, started outside
         hardening.confine_thread()  # no CAP_SYS_PTRACE on a thread running its code
         check = _check_due(self)
+        if timeout_seconds is not None:  # a float the caller made may be in flight
+            timeout_seconds = float(timeout_seconds) + 0.0  # this one is shared
         start = time.perf_counter()
-        # Sealed: the function's code cannot leave its domain or enter another.
+        # Sealed: the function's code cannot leave its domain or enter another. Its
+        # input crosses the entry gate as its own deep copy, made there in C.
         try:
-            result, error, escaped = self.domain.run_sealed(_run_inside, self, event,
-                                                            timeout_seconds, check)
+            try:
+                result, error, escaped = self.domain.run_sealed_on(
+                    event, _run_inside, self, timeout_seconds, check)
+            except TypeError as exc:
+                if not str(exc).startswith(_NOT_PLAIN_JSON):
+                    raise  # the function ran: never run it twice
+                # Not plain JSON (a Decimal, a tuple's subclass): the gate's copy refused
+                # it before anything ran; Lambda's conversion first.
+                result, error, escaped = self.domain.run_sealed_on(
+                    detach(event), _run_inside, self, timeout_seconds, check)
         finally:
             current.view, current.context = outer
         if escaped is not None:
@@ -169,9 +191,11 @@ class DomainFunction:
             self.checked_seconds, self.unchecked_seconds = elapsed, 0.0
         else:
             self.unchecked_seconds += elapsed
-        if error is not None:
-            raise error
-        return result
+        return result, error
+
+
+# How the entry gate's copy (Domain.run_sealed_on) refuses a value that is not plain JSON.
+_NOT_PLAIN_JSON = ("not a plain JSON value", "not a str key")
 
 
 def call_shared(function: Callable[..., Any], *args: Any) -> Any:
@@ -199,11 +223,12 @@ def _promote(value: Any) -> Any:
         raise
 
 
-def _run_inside(fn: DomainFunction, event: Any, timeout_seconds: float | None,
+def _run_inside(event: Any, fn: DomainFunction, timeout_seconds: float | None,
                 check_escapes: bool) -> tuple[Any, StatesError | None, str | None]:
-    """Everything between the gates. Returns only shared objects -- the result, the
-    error, and what escaped (the caller records it, outside: the function's record is
-    read-only in here) -- and keeps no private one."""
+    """Everything between the gates, on the function's own copy of its input. Returns
+    only shared objects -- the result, the error, and what escaped (the caller records
+    it, outside: the function's record is read-only in here) -- and keeps no private
+    one."""
     error: StatesError | None = None
     result: Any = None
     try:
@@ -253,7 +278,7 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
             # In a copy of its base context, as asyncio runs a task: what it sets in
             # context variables stays in its heap, not in the thread's shared context.
             result = fn.holder[2].copy().run(call_entry, entry, fn.spec.style,
-                                             _private_copy(event), context)
+                                             event, context)
         return call_shared(_promote, result)
     except StatesError:
         raise
@@ -264,13 +289,6 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
         raise call_shared(_failure, fn.spec.name, exc, context.aws_request_id) from None
     finally:
         lambda_env.CURRENT.context = None  # no private object left in the thread's state
-
-
-def _private_copy(event: Any) -> Any:
-    """The function's own copy of its input, made in its heap: it may mutate it (Lambda
-    handlers do), and nothing shared may end up holding what it puts there. Only the
-    containers are copied (in C); the immutable leaves stay shared."""
-    return copy_event(event)
 
 
 @guard.broker
@@ -387,6 +405,7 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
     except hardening.HardeningError as exc:
         raise domains.IsolationUnavailableError(f"isolation mpk: {exc}") from None
     _warm_shared_state()
+    handoff.activate()  # before the functions' domains and their warm threads
     library_loader.import_dependencies(root, spec)
     hardening.trust_numpy_ctypes()  # ndarray.ctypes of its own arrays works inside
     for warning in library_caches.prepare_loaded():
@@ -423,6 +442,11 @@ def load(root: str, spec: FunctionSpec, keep_escapes: bool = False) -> DomainFun
 
 
 def _load_on_own_thread(root: str, fn: DomainFunction, name: str) -> StatesError | None:
+    with handoff.outside():  # what the load makes is read inside: the shared heap
+        return _load_on_this_thread(root, fn, name)
+
+
+def _load_on_this_thread(root: str, fn: DomainFunction, name: str) -> StatesError | None:
     # Set outside the domain, like invoke() does.
     _running.own = fn.own_names
     _running.fn = fn
@@ -548,6 +572,9 @@ def malloc_routed() -> bool:
 
 
 _running = threading.local()  # .own, .fn: the function on this thread, its own_names
+handoff.read_inside(_running)
+handoff.read_inside(lambda_env.CURRENT)
+handoff.read_inside(hardening.CONFINED)
 # Domain slot -> that function's own_names: a thread its code started has no _running.
 _own_by_slot: dict[int, frozenset[str]] = {}
 

@@ -51,7 +51,7 @@ from typing import Any
 from ..asl.errors import TIMEOUT, StatesError
 from ..asl.model import Machine, Map, Parallel, State, Task, walk_states
 from ..asl.variables import Variables, encoded_size
-from ..engine import history, trace
+from ..engine import handoff_scope, history, trace
 from ..engine.execution import Execution
 from ..engine.forking import Outcome, _describe_exit, job_message
 from ..engine.functions import EXIT_ERROR, FunctionRegistry
@@ -195,7 +195,8 @@ class ForkPool:
         result_read, result_write = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        with handoff_scope.released():  # as run_forked forks (engine/forking.py)
+            pid = os.fork()
         if pid == 0:  # the fork hook closed every parent-side end, this one's too
             os.close(job_write)
             os.close(result_read)
@@ -280,7 +281,11 @@ class ForkPool:
             os._exit(status)
 
     def _run_job(self, ctx: dict[str, Any], job: dict[str, Any]) -> Any:
-        os.environ.update(ctx.get("env", {}))
+        os.environ.update(ctx.get("env", {}))  # read by functions: not in flight
+        with handoff_scope.held():  # the job's data is in flight
+            return self._run_job_here(ctx, job)
+
+    def _run_job_here(self, ctx: dict[str, Any], job: dict[str, Any]) -> Any:
         # A section nested in a job (healthcare's Parallel inside each Map iteration)
         # runs on this worker's threads: the outer section already has a worker per
         # vCPU, and forking from a worker would pay a fork per nested section.

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from ..asl.errors import RUNTIME, StatesError
 from ..asl.model import Machine
 from ..asl.variables import Variables, encoded_size
+from ..engine import handoff_scope
 from ..engine.execution import Execution
 from ..engine.forking import run_forked
 from ..engine.functions import FunctionRegistry
@@ -51,6 +52,11 @@ def is_group_request(params: Any) -> bool:
 
 def serve_group(host: GroupHost, params: dict[str, Any]) -> dict[str, Any]:
     """The sub-workflow entry: run one group of a Parallel/Map for another copy."""
+    with handoff_scope.held():  # the group's data is in flight
+        return _serve_group(host, params)
+
+
+def _serve_group(host: GroupHost, params: dict[str, Any]) -> dict[str, Any]:
     policy.count_activation()
     store = ObjectStore.from_environ()
     request = params[GROUP_KEY]

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..asl.errors import RUNTIME, TIMEOUT, StatesError, unexpected_cause
 from ..asl.model import Machine, State
-from ..engine import trace
+from ..engine import handoff_scope, trace
 from ..engine.forking import Outcome, run_forked
 from ..engine.functions import EXIT_ERROR
 from ..interpreter.states import run_machine
@@ -224,7 +224,9 @@ class Spiller:
             jobs, body = remote[k]
             try:
                 began = time.monotonic()
-                outcomes, warm = self._send(execution, state, jobs, body, stop_on_error)
+                with handoff_scope.held():  # the group's answers are data in flight
+                    outcomes, warm = self._send(execution, state, jobs, body,
+                                                stop_on_error)
                 answers[k] = Outcome(value=outcomes)
                 took[k] = time.monotonic() - began if warm else None
             except StatesError as err:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..asl.errors import RUNTIME, StatesError
 from ..asl.model import Machine, Task, walk_states
-from ..engine import trace
+from ..engine import handoff_scope, trace
 from ..engine.execution import Execution, timeout_error
 from . import clients, failures, responses, shapes
 from .catalogue import Integration, parse
@@ -52,7 +52,8 @@ def call(resource: str, parameters: Any, execution: Execution, state_name: str,
 
     def waited() -> None:
         try:
-            answer.put((_traced(resource, parameters, execution, state_name, run), None))
+            with handoff_scope.held():  # the call's answer is data in flight
+                answer.put((_traced(resource, parameters, execution, state_name, run), None))
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             answer.put((None, exc))
 
