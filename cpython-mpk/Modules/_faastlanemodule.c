@@ -215,6 +215,9 @@ run_sealed(DomainObject *self, PyObject *callable, PyObject *const *args,
     PyObject *result;
     _PyMPK_Status status;
 
+    if (input != NULL) {
+        Py_XDECREF(_PyMPK_TakeHandedOff());   /* a stale one is not this call's */
+    }
     status = _PyMPK_EnterSealed(self->handle);
     if (status != _PyMPK_OK) {
         return raise_status(status, "enter", self);
@@ -256,6 +259,15 @@ run_sealed(DomainObject *self, PyObject *callable, PyObject *const *args,
         Py_XDECREF(result);
         PyErr_Clear();
         return raise_status(status, "exit", self);
+    }
+    if (input != NULL) {
+        /* Outside now, holding the hand-off key: what the callable handed
+         * off (hand_off()) is returned beside its result. */
+        PyObject *handed = _PyMPK_TakeHandedOff();
+        if (result != NULL) {
+            Py_SETREF(result, PyTuple_Pack(2, result, handed ? handed : Py_None));
+        }
+        Py_XDECREF(handed);
     }
     return result;
 }
@@ -523,11 +535,12 @@ static PyMethodDef Domain_methods[] = {
      "private one is replaced by a shared copy of its text."},
     {"run_sealed_on", (PyCFunction)(void (*)(void))Domain_run_sealed_on,
      METH_FASTCALL,
-     "run_sealed_on(input, callable, *args)\n--\n\nrun_sealed(callable, "
-     "copy, *args), where copy is the domain's own deep copy of the plain "
+     "run_sealed_on(input, callable, *args)\n--\n\n(run_sealed(callable, "
+     "copy, *args), handed): copy is the domain's own deep copy of the plain "
      "JSON value input (containers, and every leaf of a private heap), made "
      "after the entry gate; an input in the hand-off domain's heap is read "
-     "there with the hand-off key granted for the copy only."},
+     "there with the hand-off key granted for the copy only.  handed is what "
+     "the call handed off last (hand_off()), or None."},
     {"__enter__", (PyCFunction)Domain_enter, METH_NOARGS,
      "Enter the domain for the body of a with statement."},
     {"visible_items", (PyCFunction)Domain_visible_items, METH_O,
@@ -834,6 +847,16 @@ faastlane_set_handoff(PyObject *module, PyObject *arg)
 }
 
 static PyObject *
+faastlane_hand_off(PyObject *module, PyObject *value)
+{
+    int handed = _PyMPK_HandOff(value);
+    if (handed < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(handed);
+}
+
+static PyObject *
 faastlane_deep_copy_json(PyObject *module, PyObject *value)
 {
     return _PyMPK_DeepCopyJSON(value);
@@ -1029,6 +1052,13 @@ static PyMethodDef faastlane_methods[] = {
      "every domain holds its key as well as key 0, function code never does; "
      "it never parks and cannot be destroyed.  Call it before starting other "
      "threads."},
+    {"hand_off", (PyCFunction)faastlane_hand_off, METH_O,
+     "hand_off(value)\n--\n\nIn a call of Domain.run_sealed_on: rebuild the "
+     "plain JSON value in the hand-off domain's heap (private leaves copied, "
+     "shared ones kept; the hand-off key granted for the copy only) for the "
+     "gate to return beside the call's result.  False, and nothing kept, "
+     "without a hand-off domain, outside a sealed call, or for a value that is "
+     "not plain JSON."},
     {"deep_copy_json", (PyCFunction)faastlane_deep_copy_json, METH_O,
      "deep_copy_json(value)\n--\n\nA deep copy of a plain JSON value (dict with "
      "str keys, list, tuple as list, str, int, float, bool, None) in which "

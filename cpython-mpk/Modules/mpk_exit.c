@@ -34,6 +34,7 @@
 #include "pycore_interp.h"        // PyInterpreterState.gc
 #include "pycore_list.h"          // _PyList_ITEMS()
 #include "pycore_mpk_heap.h"      // _PyMPK_ThreadHeap
+#include "faastlane_mpk.h"        // _PyMPK_HandoffSlot(), _PyMPK_OpenHandoff()
 #include "pycore_pystate.h"       // _PyInterpreterState_GET()
 #include "pycore_setobject.h"     // _PySet_NextEntry()
 #include "pycore_tuple.h"         // _PyTuple_ITEMS()
@@ -131,7 +132,13 @@ static PyObject *
 fresh_leaf(PyObject *v)
 {
     if (PyUnicode_CheckExact(v)) {
-        return _PyUnicode_Copy(v);
+        PyObject *copy = _PyUnicode_Copy(v);
+        if (copy != NULL) {
+            /* Same text, same hash: a dict the copy is a key of need not
+             * hash it again (siphash was a tenth of a hand-off's cost). */
+            ((PyASCIIObject *)copy)->hash = ((PyASCIIObject *)v)->hash;
+        }
+        return copy;
     }
     if (PyLong_CheckExact(v)) {
         return _PyLong_Copy((PyLongObject *)v);
@@ -154,14 +161,52 @@ copy_leaf(PyObject *v)
     return _Py_IsImmortal(v) ? Py_NewRef(v) : fresh_leaf(v);
 }
 
+/* Keys copied so far by the copy running on this thread: the same field name
+ * in every record of a list is copied once (a parsed document's records
+ * share their key objects; equal text is as good). */
+static _Thread_local PyObject *key_memo;
+
 static PyObject *
 str_key(PyObject *key, copy_fn copy)
 {
+    PyObject *copied;
+
     if (!PyUnicode_CheckExact(key)) {
         PyErr_Format(PyExc_TypeError, "not a str key: %T", key);
         return NULL;
     }
-    return copy(key);
+    if (key_memo == NULL) {
+        return copy(key);
+    }
+    if (PyDict_GetItemRef(key_memo, key, &copied) != 0) {
+        return copied;   /* the copy made before, or NULL on error */
+    }
+    copied = copy(key);
+    if (copied != NULL && copied != key
+        && PyDict_SetItem(key_memo, key, copied) < 0)
+    {
+        Py_CLEAR(copied);
+    }
+    return copied;
+}
+
+/* Run a whole copy with a key memo (the outermost call makes and drops it;
+ * nested values reuse it). */
+static PyObject *
+with_key_memo(PyObject *value, copy_fn walk)
+{
+    PyObject *copy;
+
+    if (key_memo != NULL) {
+        return walk(value);
+    }
+    key_memo = PyDict_New();
+    if (key_memo == NULL) {
+        return NULL;
+    }
+    copy = walk(value);
+    Py_CLEAR(key_memo);
+    return copy;
 }
 
 static PyObject *
@@ -208,16 +253,76 @@ rebuild_json(PyObject *value, copy_fn leaf, copy_fn key, copy_fn again)
     return copy;
 }
 
+static PyObject *
+promote_walk(PyObject *value)
+{
+    return rebuild_json(value, promote_leaf, promote_str_key, promote_walk);
+}
+
+static PyObject *
+deep_copy_walk(PyObject *value)
+{
+    return rebuild_json(value, copy_leaf, copy_str_key, deep_copy_walk);
+}
+
 PyObject *
 _PyMPK_PromoteJSON(PyObject *value)
 {
-    return rebuild_json(value, promote_leaf, promote_str_key, _PyMPK_PromoteJSON);
+    return with_key_memo(value, promote_walk);
 }
 
 PyObject *
 _PyMPK_DeepCopyJSON(PyObject *value)
 {
-    return rebuild_json(value, copy_leaf, copy_str_key, _PyMPK_DeepCopyJSON);
+    return with_key_memo(value, deep_copy_walk);
+}
+
+/* The result a sealed invoker handed off (_PyMPK_HandOff), already in the
+ * hand-off domain's heap, until the gate that ran it takes it. */
+static _Thread_local PyObject *tls_handed_off;
+
+int
+_PyMPK_HandOff(PyObject *value)
+{
+    int slot = _PyMPK_HandoffSlot();
+    struct _PyMPK_Heap *heap = _PyMPK_ThreadHeap, *target;
+    PyObject *copy;
+
+    if (slot < 0 || _PyMPK_SealedSlot() < 0 || _PyMPK_CurrentSlot() < 0) {
+        return 0;
+    }
+    target = __atomic_load_n(&_PyMPK_Heaps[slot], __ATOMIC_ACQUIRE);
+    if (target == NULL) {
+        return 0;
+    }
+    /* No Python code runs from here to the close: a plain JSON value is
+     * rebuilt in C, its private leaves copied, the shared ones kept. */
+    _PyMPK_OpenHandoff(1);
+    _PyMPK_ThreadHeap = target;
+    copy = _PyMPK_PromoteJSON(value);
+    if (copy != NULL) {
+        Py_XSETREF(tls_handed_off, copy);
+    }
+    _PyMPK_ThreadHeap = heap;
+    _PyMPK_OpenHandoff(0);
+    if (copy == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)
+            || PyErr_ExceptionMatches(PyExc_RecursionError))
+        {
+            PyErr_Clear();
+            return 0;
+        }
+        return -1;
+    }
+    return 1;
+}
+
+PyObject *
+_PyMPK_TakeHandedOff(void)
+{
+    PyObject *value = tls_handed_off;
+    tls_handed_off = NULL;
+    return value;
 }
 
 static int
@@ -541,6 +646,19 @@ _PyMPK_DeepCopyJSON(PyObject *value)
 {
     (void)value;
     return refuse();
+}
+
+int
+_PyMPK_HandOff(PyObject *value)
+{
+    (void)value;
+    return 0;
+}
+
+PyObject *
+_PyMPK_TakeHandedOff(void)
+{
+    return NULL;
 }
 
 #endif /* Py_BUILD_CORE_BUILTIN */

@@ -43,4 +43,15 @@ PyObject *_PyMPK_PromoteJSON(PyObject *value);
  * a value moved into the hand-off domain's heap keeps nothing in key 0. */
 PyObject *_PyMPK_DeepCopyJSON(PyObject *value);
 
+/* In a sealed invoker inside a function's domain: rebuild the plain JSON
+ * `value` (the function's result) straight in the hand-off domain's heap, the
+ * hand-off key granted for the copy only, and keep it for the gate
+ * (_PyMPK_TakeHandedOff).  1 when handed off; 0 when there is no hand-off
+ * domain or the value is not plain JSON (the caller promotes it otherwise);
+ * -1 with an exception set. */
+int _PyMPK_HandOff(PyObject *value);
+/* The value this thread handed off last (a new reference), or NULL; called
+ * by the gate once outside the domain, where the hand-off key is held. */
+PyObject *_PyMPK_TakeHandedOff(void);
+
 #endif /* !FAASTLANE_MPK_EXIT_H */

@@ -32,6 +32,15 @@ def function(event, extra):
 mine.run_sealed_on(value, function, 42)
 print("copy", facts, value["s"] == "in-flight-" + str(10**9))
 attempt("not-json", lambda: mine.run_sealed_on({"x": {1}}, function, 0))
+handed_facts = []
+def hands_off(event, extra):
+    handed_facts.extend([f.hand_off({"seen": event["s"] + "!",
+                                     "n": [len(event["s"]) / 2]}),
+                         f.hand_off({"not": {1}})])
+result, handed = mine.run_sealed_on(value, hands_off, 0)
+print("hand_off", handed_facts, result, handed,
+      all(f.slot_of(id(o)) == h.slot for o in (handed, handed["seen"], handed["n"][0])))
+print("nothing", mine.run_sealed_on(value, lambda event: None), f.hand_off({}))
 """
 
 
@@ -46,6 +55,11 @@ def test_handoff_domain_is_set_once_kept_and_copied_across_the_entry_gate(
     assert "copy [True, True, 42] True" in out, out
     assert "sealed SEALED" in out, out
     assert "not-json ERROR TypeError not a plain JSON value: set" in out, out
+    # What the call hands off comes back beside its result, moved into the hand-off
+    # heap; a value that is not plain JSON is not handed off (the last good one stays).
+    assert f"hand_off [True, False] None {{'seen': 'in-flight-{10**9}!', 'n': [10.0]}} " \
+           "True" in out, out
+    assert "nothing (None, None) False" in out, out
 
 
 # Runs a composed mpk action in-process and reports where its state data lives.

@@ -14,9 +14,10 @@ The runtime's threads that make or transform state data allocate there
 they step out (:func:`outside`): what the runtime keeps per function and per thread
 (records, thread-local state) stays in the shared heap, where that function can read
 it. A function's input crosses its entry gate as a private deep copy made in C with
-the hand-off key granted for the copy only (``Domain.run_sealed_on``); its promoted
-result (shared for an instant, reachable only from the invoking frame) is moved in by
-:func:`take`. Design: docs/security.md section 3b.
+the hand-off key granted for the copy only (``Domain.run_sealed_on``); its result is
+rebuilt there by the sealed invoker (``_faastlane.hand_off``) -- one that is not plain
+JSON is promoted into the shared heap, reachable only from the invoking frame, and moved
+in by :func:`take`. Design: docs/security.md section 3b.
 
 Standard library only: this ships inside composed actions.
 """

@@ -145,13 +145,15 @@ class DomainFunction:
             raise IsolationError(self.spec.name, self.escaped)
         # Its records and this thread's state are read inside: made in the shared heap.
         with handoff.outside():
-            result, error = self._invoke(event, timeout_seconds)
+            result, error, moved = self._invoke(event, timeout_seconds)
         if error is not None:
             raise handoff.take_error(error)
-        return handoff.take(result)
+        return result if moved else handoff.take(result)
 
     def _invoke(self, event: Any, timeout_seconds: float | None
-                ) -> tuple[Any, StatesError | None]:
+                ) -> tuple[Any, StatesError | None, bool]:
+        """The invocation's result (and whether it is in the hand-off heap already)
+        or error."""
         # Set outside the domain: an int or a thread's dict made inside would be private.
         _running.own = self.own_names
         _running.fn = self
@@ -170,14 +172,14 @@ class DomainFunction:
         # input crosses the entry gate as its own deep copy, made there in C.
         try:
             try:
-                result, error, escaped = self.domain.run_sealed_on(
+                (result, error, escaped), handed = self.domain.run_sealed_on(
                     event, _run_inside, self, timeout_seconds, check)
             except TypeError as exc:
                 if not str(exc).startswith(_NOT_PLAIN_JSON):
                     raise  # the function ran: never run it twice
                 # Not plain JSON (a Decimal, a tuple's subclass): the gate's copy refused
                 # it before anything ran; Lambda's conversion first.
-                result, error, escaped = self.domain.run_sealed_on(
+                (result, error, escaped), handed = self.domain.run_sealed_on(
                     detach(event), _run_inside, self, timeout_seconds, check)
         finally:
             current.view, current.context = outer
@@ -191,11 +193,16 @@ class DomainFunction:
             self.checked_seconds, self.unchecked_seconds = elapsed, 0.0
         else:
             self.unchecked_seconds += elapsed
-        return result, error
+        if result is _HANDED_OFF:
+            return handed, error, True
+        return result, error, False
 
 
 # How the entry gate's copy (Domain.run_sealed_on) refuses a value that is not plain JSON.
 _NOT_PLAIN_JSON = ("not a plain JSON value", "not a str key")
+# What the invoker returns for a result _faastlane.hand_off moved; the gate returns the
+# moved value beside the invoker's outcome (an immortal object: shared).
+_HANDED_OFF = ...
 
 
 def call_shared(function: Callable[..., Any], *args: Any) -> Any:
@@ -279,6 +286,10 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
             # context variables stays in its heap, not in the thread's shared context.
             result = fn.holder[2].copy().run(call_entry, entry, fn.spec.style,
                                              event, context)
+        # Plain JSON goes straight to the hand-off heap, rebuilt in C (the common
+        # case); anything else through Lambda's conversion, into the shared heap.
+        if domains.native_module().hand_off(result):
+            return _HANDED_OFF
         return call_shared(_promote, result)
     except StatesError:
         raise
