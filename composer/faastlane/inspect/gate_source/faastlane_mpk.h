@@ -125,7 +125,7 @@ _PyMPK_Status _PyMPK_Create(_PyMPK_Handle *out);
 /* Entry gate: the calling thread gets key 0 and the domain's key, nothing
  * else.  Nested entry is refused. */
 _PyMPK_Status _PyMPK_Enter(_PyMPK_Handle h);
-/* Exit gate: back to key 0 only. */
+/* Exit gate: back to key 0 only (and the hand-off key, once set). */
 _PyMPK_Status _PyMPK_Exit(_PyMPK_Handle h);
 /* The sealed gates.  A thread that runs function code is *sealed*: while
  * sealed, _PyMPK_Create, _PyMPK_Enter, _PyMPK_Exit and _PyMPK_Destroy return
@@ -146,6 +146,23 @@ void _PyMPK_SealForLife(int slot);
 /* A thread born sealed inside its creator's domain (mpk_thread.c) leaves it
  * as its start routine returns: unsealed, then the exit gate. */
 _PyMPK_Status _PyMPK_ExitBornSealed(_PyMPK_Handle h);
+/* The hand-off domain, set once: the heap the data in flight between
+ * functions lives in.  From then on a thread outside every domain holds its
+ * key as well as key 0 (a runtime thread reads that data wherever it is);
+ * function code never does: a domain's value grants key 0 and its own key,
+ * and a thread function code started leaves with key 0 only.  It never
+ * parks and cannot be destroyed.  Set it before starting other threads: a
+ * thread that is running already gets the value at its next exit gate. */
+_PyMPK_Status _PyMPK_SetHandoff(_PyMPK_Handle h);
+/* Its slot, -1 when unset. */
+int _PyMPK_HandoffSlot(void);
+/* A new thread outside every domain and unsealed takes the outside value
+ * (mpk_thread.c; the kernel copied its creator's PKRU). */
+void _PyMPK_StartOutside(void);
+/* Inside a domain: grant the hand-off key as well (open=1), or take it back
+ * (open=0).  For the entry gate's copy of a function's input only, which
+ * runs no Python code in between (Domain.run_sealed_on). */
+_PyMPK_Status _PyMPK_OpenHandoff(int open);
 /* Zero the slot, retag it key 0 + PROT_NONE, free the key -- in that order.
  * Refused while any thread is inside. */
 _PyMPK_Status _PyMPK_Destroy(_PyMPK_Handle h);
