@@ -350,3 +350,34 @@ def test_functions_running_at_once_each_use_their_own_stdlib_caches(tmp_path: Pa
         assert done.code == 0, done.stdout + done.stderr
         assert json.loads(done.stdout) == CONCURRENT_CACHES_OUTPUT, done.stdout
         shutil.rmtree(meet)
+
+
+FORGER = """
+    import _faastlane
+
+    def handler(event, context):
+        # Function code may call hand_off too: it only puts its own value in the
+        # hand-off heap, and the invoker's call after it decides what is handed on.
+        forged = _faastlane.hand_off({"forged": "by " + event["who"]})
+        if event.get("fail"):
+            raise RuntimeError("failed after forging")
+        return {"real": event["who"], "forged_call": forged}
+"""
+
+
+def test_a_function_cannot_forge_what_it_hands_on(tmp_path: Path) -> None:
+    """The next state sees the function's real result, never a value its code handed
+    off itself; a function that hands off and then fails hands on its error."""
+    workflow = {"StartAt": "Forge", "States": {
+        "Forge": task("Forger", ResultPath="$.first", Next="ForgeAndFail"),
+        "ForgeAndFail": task("Forger", Parameters={"who": "second", "fail": True},
+                             ResultPath="$.second", End=True,
+                             Catch=[{"ErrorEquals": ["States.ALL"], "ResultPath": "$.caught",
+                                     "Next": "Done"}]),
+        "Done": {"Type": "Pass", "End": True}}}
+    code, out, err = run(write_app(tmp_path / "app", workflow, {"Forger": FORGER}),
+                         payload={"who": "first"})
+    assert code == 0, err
+    assert out["first"] == {"real": "first", "forged_call": True}
+    assert "second" not in out and out["caught"]["Error"] == "RuntimeError"
+    assert "by first" not in json.dumps(out) and "by second" not in json.dumps(out)
