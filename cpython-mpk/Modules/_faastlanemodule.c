@@ -228,7 +228,8 @@ run_sealed(DomainObject *self, PyObject *callable, PyObject *const *args,
     else {
         PyObject *copy, *small[8], **call_args = small;
         _PyMPK_OpenHandoff(1);
-        copy = _PyMPK_PromoteJSON(input);
+        copy = _PyMPK_CopyIn(input, self->handle.slot,
+                             self->handle.generation);
         _PyMPK_OpenHandoff(0);
         if (nargs + 1 > (Py_ssize_t)Py_ARRAY_LENGTH(small)) {
             call_args = PyMem_Malloc((size_t)(nargs + 1) * sizeof(PyObject *));

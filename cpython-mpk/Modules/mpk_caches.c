@@ -35,6 +35,7 @@
 #endif
 #include "mpk_caches.h"
 #include "faastlane_mpk.h"
+#include "mpk_twins.h"
 
 #ifdef Py_BUILD_CORE_BUILTIN
 
@@ -45,49 +46,33 @@
 /* Twins: one table per domain slot                                       */
 
 typedef struct {
-    PyObject *shared;   /* a strong reference */
-    PyObject *twin;     /* in the slot's private heap */
-} twin_entry;
-
-typedef struct {
     uint32_t generation;
-    twin_entry *entries;   /* open addressing on the shared object's address */
+    _PyMPK_TwinEntry *entries;
     Py_ssize_t size;       /* a power of two, or 0 */
     Py_ssize_t used;
 } twin_table;
 
 static twin_table tables[_PyMPK_SLOT_COUNT];
 
-static Py_ssize_t
-twin_probe(const twin_table *t, PyObject *shared)
-{
-    size_t mask = (size_t)t->size - 1;
-    size_t i = ((uintptr_t)shared >> 4) * 0x9E3779B97F4A7C15ull & mask;
-    while (t->entries[i].shared != NULL && t->entries[i].shared != shared) {
-        i = (i + 1) & mask;
-    }
-    return (Py_ssize_t)i;
-}
-
 static int
 twin_grow(twin_table *t)
 {
     Py_ssize_t size = t->size ? 2 * t->size : 32;
     /* Made by the domain's thread: routed C malloc puts it in its heap. */
-    twin_entry *entries = PyMem_RawCalloc((size_t)size, sizeof(twin_entry));
+    _PyMPK_TwinEntry *entries = PyMem_RawCalloc((size_t)size, sizeof(*entries));
     if (entries == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    twin_table grown = {t->generation, entries, size, 0};
     for (Py_ssize_t i = 0; i < t->size; i++) {
-        if (t->entries[i].shared != NULL) {
-            grown.entries[twin_probe(&grown, t->entries[i].shared)] = t->entries[i];
-            grown.used++;
+        if (t->entries[i].original != NULL) {
+            *_PyMPK_TwinBucket(entries, (size_t)size, t->entries[i].original)
+                = t->entries[i];
         }
     }
     PyMem_RawFree(t->entries);
-    *t = grown;
+    t->entries = entries;
+    t->size = size;
     return 0;
 }
 
@@ -116,8 +101,9 @@ twin_of(PyObject *shared, PyObject *(*make)(PyObject *))
         *t = (twin_table){h.generation, NULL, 0, 0};
     }
     if (t->size != 0) {
-        twin_entry *e = &t->entries[twin_probe(t, shared)];
-        if (e->shared == shared) {
+        _PyMPK_TwinEntry *e = _PyMPK_TwinBucket(t->entries, (size_t)t->size,
+                                                shared);
+        if (e->original == shared) {
             return Py_NewRef(e->twin);
         }
     }
@@ -129,8 +115,8 @@ twin_of(PyObject *shared, PyObject *(*make)(PyObject *))
         Py_DECREF(twin);
         return NULL;
     }
-    twin_entry *e = &t->entries[twin_probe(t, shared)];
-    e->shared = Py_NewRef(shared);
+    _PyMPK_TwinEntry *e = _PyMPK_TwinBucket(t->entries, (size_t)t->size, shared);
+    e->original = Py_NewRef(shared);
     e->twin = Py_NewRef(twin);
     t->used++;
     return twin;

@@ -16,10 +16,11 @@
  * Results are promoted in C when they are plain JSON values (_PyMPK_PromoteJSON):
  * the containers and the private leaves are copied, shared leaves kept.
  *
- * Input copies: a function gets its own copy of its (shared) input, made in
- * its heap, so that what it puts into its event stays private and nothing
- * shared changes.  Only the containers need copying: the leaves are
- * immutable and may stay shared (_PyMPK_CopyContainers).
+ * Input copies: a function gets its own copy of its input, made in its heap,
+ * so that what it puts into its event stays private and nothing shared
+ * changes.  Shared leaves are immutable and stay shared
+ * (_PyMPK_CopyContainers); leaves in the hand-off heap, which the function
+ * cannot read, are copied once per domain and reused (_PyMPK_CopyIn).
  *
  * Design: PRIVATE_HEAPS.md section 5.
  */
@@ -30,11 +31,13 @@
 
 #ifdef Py_BUILD_CORE_BUILTIN
 
+#include "pycore_dict.h"          // DK_UNICODE_ENTRIES()
 #include "pycore_gc.h"            // PyGC_Head, struct _gc_runtime_state
 #include "pycore_interp.h"        // PyInterpreterState.gc
 #include "pycore_list.h"          // _PyList_ITEMS()
 #include "pycore_mpk_heap.h"      // _PyMPK_ThreadHeap
 #include "faastlane_mpk.h"        // _PyMPK_HandoffSlot(), _PyMPK_OpenHandoff()
+#include "mpk_twins.h"            // _PyMPK_TwinBucket()
 #include "pycore_pystate.h"       // _PyInterpreterState_GET()
 #include "pycore_setobject.h"     // _PySet_NextEntry()
 #include "pycore_tuple.h"         // _PyTuple_ITEMS()
@@ -52,13 +55,51 @@ shared_leaf(PyObject *v)
 
 typedef PyObject *(*copy_fn)(PyObject *);
 
+/* copy_dict for a compact dict of exact str keys (every JSON object the
+ * runtime or a parser made): its table cloned by PyDict_Copy -- one memcpy,
+ * no hashing or probing -- then each entry's key and value swapped for their
+ * copies in place.  A key's copy has the same text and hash, so the cloned
+ * index stays right. */
+static PyObject *
+clone_dict(PyObject *value, copy_fn copy_key, copy_fn copy_item)
+{
+    PyObject *copy = PyDict_Copy(value);
+    if (copy == NULL) {
+        return NULL;
+    }
+    PyDictKeysObject *keys = ((PyDictObject *)copy)->ma_keys;
+    PyDictUnicodeEntry *entries = DK_UNICODE_ENTRIES(keys);
+    for (Py_ssize_t i = 0; i < keys->dk_nentries; i++) {
+        PyObject *k = copy_key(entries[i].me_key);
+        if (k == NULL) {
+            Py_DECREF(copy);   /* each entry owns what it holds, copied or not */
+            return NULL;
+        }
+        Py_SETREF(entries[i].me_key, k);
+        PyObject *c = copy_item(entries[i].me_value);
+        if (c == NULL) {
+            Py_DECREF(copy);
+            return NULL;
+        }
+        Py_SETREF(entries[i].me_value, c);
+    }
+    return copy;
+}
+
 /* A new dict: each key through copy_key, each value through copy_item (both
  * return a new reference, or NULL with an exception set). */
 static PyObject *
 copy_dict(PyObject *value, copy_fn copy_key, copy_fn copy_item)
 {
+    PyDictObject *mp = (PyDictObject *)value;
     PyObject *key, *item;
     Py_ssize_t pos = 0;
+
+    if (mp->ma_values == NULL && mp->ma_used > 0 && DK_IS_UNICODE(mp->ma_keys)
+        && mp->ma_used == mp->ma_keys->dk_nentries)
+    {
+        return clone_dict(value, copy_key, copy_item);
+    }
     PyObject *copy = _PyDict_NewPresized(PyDict_GET_SIZE(value));
     while (copy != NULL && PyDict_Next(value, &pos, &key, &item)) {
         PyObject *k = copy_key(key);
@@ -269,6 +310,126 @@ PyObject *
 _PyMPK_PromoteJSON(PyObject *value)
 {
     return with_key_memo(value, promote_walk);
+}
+
+/* Leaf twins.  The leaves of a function's input live in the hand-off heap,
+ * which the function cannot read: its copy needs its own.  A Map hands the
+ * same portfolio to fifty invocations of one function; copying its strings
+ * and numbers fifty times was most of what the hand-off cost FINRA.  Leaves
+ * are immutable, so each hand-off leaf is copied into a domain's heap once
+ * and the twin is reused by the domain's later copies (containers are always
+ * new: a function may change its event).  The table of each slot lies in
+ * static memory (pages are touched only by the slots that copy in), not in
+ * the domain's heap: a domain's successor in the slot must still read it, to
+ * release the hand-off leaves the earlier entries hold (their twins went with
+ * the earlier heap).  Bounded: when half full it is emptied, so a domain
+ * keeps at most LEAF_TWINS / 2 hand-off leaves alive, none longer than
+ * LEAF_TWIN_MAX characters. */
+#define LEAF_TWINS 8192
+#define LEAF_TWIN_MAX 1024
+
+typedef struct {
+    uint32_t generation;    /* of the domain whose twins the entries hold */
+    uint32_t used;
+    _PyMPK_TwinEntry entries[LEAF_TWINS];
+} leaf_twins;
+
+static leaf_twins leaf_tables[_PyMPK_SLOT_COUNT];
+
+/* The table the copy running on this thread uses, and the hand-off slot. */
+static _Thread_local leaf_twins *copy_in_twins;
+static _Thread_local int copy_in_from;
+
+/* Release every entry's hand-off leaf; its twin too when it is still alive
+ * (the caller runs in the domain that made it). */
+static void
+leaf_twins_empty(leaf_twins *t, int twins_alive)
+{
+    for (size_t i = 0; t->used != 0 && i < LEAF_TWINS; i++) {
+        _PyMPK_TwinEntry *e = &t->entries[i];
+        if (e->original != NULL) {
+            Py_DECREF(e->original);
+            if (twins_alive) {
+                Py_DECREF(e->twin);
+            }
+            e->original = e->twin = NULL;
+            t->used--;
+        }
+    }
+}
+
+static int
+leaf_twin_worth_keeping(PyObject *v)
+{
+    return !PyUnicode_CheckExact(v) || PyUnicode_GET_LENGTH(v) <= LEAF_TWIN_MAX;
+}
+
+/* A leaf of a function's input: a hand-off leaf's twin (a new reference),
+ * any other leaf as it is (shared and immutable). */
+static PyObject *
+copy_in_leaf(PyObject *v)
+{
+    if (!_PyMPK_InHeaps(v)) {
+        return Py_NewRef(v);
+    }
+    if (_PyMPK_SlotOf(v) != copy_in_from || !leaf_twin_worth_keeping(v)) {
+        return fresh_leaf(v);
+    }
+    leaf_twins *t = copy_in_twins;
+    _PyMPK_TwinEntry *e = _PyMPK_TwinBucket(t->entries, LEAF_TWINS, v);
+    if (e->original == v) {
+        return Py_NewRef(e->twin);
+    }
+    PyObject *twin = fresh_leaf(v);
+    if (twin == NULL) {
+        return NULL;
+    }
+    if (2 * (t->used + 1) > LEAF_TWINS) {
+        leaf_twins_empty(t, 1);
+        e = _PyMPK_TwinBucket(t->entries, LEAF_TWINS, v);
+    }
+    e->original = Py_NewRef(v);
+    e->twin = Py_NewRef(twin);
+    t->used++;
+    return twin;
+}
+
+static PyObject *
+copy_in_key(PyObject *key)
+{
+    if (!PyUnicode_CheckExact(key)) {
+        PyErr_Format(PyExc_TypeError, "not a str key: %T", key);
+        return NULL;
+    }
+    return copy_in_leaf(key);
+}
+
+static PyObject *
+copy_in_walk(PyObject *value)
+{
+    return rebuild_json(value, copy_in_leaf, copy_in_key, copy_in_walk);
+}
+
+PyObject *
+_PyMPK_CopyIn(PyObject *input, int slot, uint32_t generation)
+{
+    int from = _PyMPK_HandoffSlot();
+    PyObject *copy;
+
+    if (from < 0 || slot < 0 || slot >= _PyMPK_SLOT_COUNT) {
+        return _PyMPK_PromoteJSON(input);
+    }
+    leaf_twins *t = &leaf_tables[slot];
+    if (t->generation != generation) {
+        /* The slot's earlier domain is gone, and its heap with the twins. */
+        leaf_twins_empty(t, 0);
+        t->generation = generation;
+    }
+    copy_in_twins = t;
+    copy_in_from = from;
+    copy = copy_in_walk(input);
+    copy_in_twins = NULL;
+    return copy;
 }
 
 PyObject *
@@ -645,6 +806,15 @@ PyObject *
 _PyMPK_DeepCopyJSON(PyObject *value)
 {
     (void)value;
+    return refuse();
+}
+
+PyObject *
+_PyMPK_CopyIn(PyObject *input, int slot, uint32_t generation)
+{
+    (void)input;
+    (void)slot;
+    (void)generation;
     return refuse();
 }
 

@@ -38,6 +38,12 @@ PyObject *_PyMPK_CopyContainers(PyObject *value);
  * back to the JSON round trip, which converts or names the problem. */
 PyObject *_PyMPK_PromoteJSON(PyObject *value);
 
+/* Inside the domain of `slot` (created as `generation`), the hand-off key
+ * granted: a function's own copy of its input, as _PyMPK_PromoteJSON, except
+ * that a leaf in the hand-off heap is copied once per domain and its twin
+ * reused by the domain's later copies (mpk_exit.c, "Leaf twins"). */
+PyObject *_PyMPK_CopyIn(PyObject *input, int slot, uint32_t generation);
+
 /* A new deep copy of a plain JSON value in which every container and every
  * leaf but the immortal ones is new, made by the calling thread's allocator:
  * a value moved into the hand-off domain's heap keeps nothing in key 0. */
