@@ -336,9 +336,10 @@ typedef struct {
 
 static leaf_twins leaf_tables[_PyMPK_SLOT_COUNT];
 
-/* The table the copy running on this thread uses, and the hand-off slot. */
+/* The table the copy running on this thread uses, and the hand-off slot's
+ * base address. */
 static _Thread_local leaf_twins *copy_in_twins;
-static _Thread_local int copy_in_from;
+static _Thread_local uintptr_t copy_in_from;
 
 /* Release every entry's hand-off leaf; its twin too when it is still alive
  * (the caller runs in the domain that made it). */
@@ -372,7 +373,9 @@ copy_in_leaf(PyObject *v)
     if (!_PyMPK_InHeaps(v)) {
         return Py_NewRef(v);
     }
-    if (_PyMPK_SlotOf(v) != copy_in_from || !leaf_twin_worth_keeping(v)) {
+    if ((uintptr_t)v - copy_in_from >= _PyMPK_SLOT_SIZE
+        || !leaf_twin_worth_keeping(v))
+    {
         return fresh_leaf(v);
     }
     leaf_twins *t = copy_in_twins;
@@ -426,7 +429,7 @@ _PyMPK_CopyIn(PyObject *input, int slot, uint32_t generation)
         t->generation = generation;
     }
     copy_in_twins = t;
-    copy_in_from = from;
+    copy_in_from = _PyMPK_SlotBase(from);
     copy = copy_in_walk(input);
     copy_in_twins = NULL;
     return copy;

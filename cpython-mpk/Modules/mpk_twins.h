@@ -19,13 +19,17 @@ typedef struct {
     PyObject *twin;       /* a strong reference, in the domain's heap */
 } _PyMPK_TwinEntry;
 
-/* The bucket of `original` among `size` (a power of two) buckets: its entry,
+/* The bucket of `original` among `size` (a power of two, at least 2) buckets: its entry,
  * or the empty bucket where it belongs.  The table must have an empty one. */
 static inline _PyMPK_TwinEntry *
 _PyMPK_TwinBucket(_PyMPK_TwinEntry *entries, size_t size, PyObject *original)
 {
     size_t mask = size - 1;
-    size_t i = ((uintptr_t)original >> 4) * 0x9E3779B97F4A7C15ull & mask;
+    /* Fibonacci hashing takes the product's HIGH bits: its low bits depend
+     * on the address's low bits only, and obmalloc puts blocks of one size
+     * class at the same offsets of every pool. */
+    size_t i = (size_t)(((uint64_t)(uintptr_t)original >> 4) * 0x9E3779B97F4A7C15ull
+                        >> (64 - __builtin_ctzll((unsigned long long)size)));
     while (entries[i].original != NULL && entries[i].original != original) {
         i = (i + 1) & mask;
     }

@@ -62,6 +62,58 @@ def test_handoff_domain_is_set_once_kept_and_copied_across_the_entry_gate(
     assert "nothing (None, None) False" in out, out
 
 
+LEAF_TWINS = """
+h = f.Domain(private_heap=True)
+f.set_handoff(h)
+with h:
+    value = f.deep_copy_json({"name": "leaf-" + str(10**9), "x": 2.5, "big": "b" * 5000})
+    many = f.deep_copy_json(["m" + str(i) for i in range(6000)])
+def held(container, key):  # beyond the container's and getrefcount's own reference
+    return sys.getrefcount(container[key]) - 2
+def held_all(container):
+    return sum(held(container, i) for i in range(len(container)))
+print("before", held(value, "name"), held(value, "x"))
+kept, seen = [], []
+def function(event):
+    kept.append(event)
+    seen.append([event["name"] == "leaf-" + str(10**9), f.slot_of(id(event["name"])),
+                 id(event["name"]), id(event["x"]), id(event["big"])])
+    event["name"] = "changed"   # its own copy: the next invocation gets the original
+mine.run_sealed_on(value, function)
+mine.run_sealed_on(value, function)
+(ok1, slot1, *ids1), (ok2, slot2, *ids2) = seen
+print("twins", ok1, ok2, slot1 == slot2 == mine.slot,
+      [a == b for a, b in zip(ids1, ids2)], held(value, "name"), held(value, "x"))
+copied = []
+mine.run_sealed_on(many, lambda event: copied.append(event == many))
+in_table = held_all(many)
+print("bounded", copied, 0 < in_table <= 4096, held(value, "name"))
+# The slot's next domain: the earlier twins went with the earlier heap.
+slot, kept, seen = mine.slot, [], []
+mine.destroy()
+again = next(d for d in iter(lambda: f.Domain(private_heap=True), None) if d.slot == slot)
+print("destroyed", held_all(many) == in_table)
+again.run_sealed_on(value, function)
+print("next", seen[0][:2] == [True, slot], held_all(many), held(value, "name"))
+"""
+
+
+def test_a_domain_copies_each_handoff_leaf_once_and_reuses_it(runtime: str) -> None:
+    """A function's input leaves live in the hand-off heap: each is copied into the
+    domain's heap once and the copy reused by its later invocations (a long string is
+    copied every time); containers are always new. The table holding them is bounded,
+    and the slot's next domain releases what the earlier one held without reading its
+    (scrubbed) copies."""
+    out = run(LEAF_TWINS, runtime)
+    assert "before 0 0" in out, out
+    # name and x: one copy, reused; big (5,000 characters): a new copy each time.
+    assert "twins True True True [True, True, False] 1 1" in out, out
+    # Emptied when half full (name's entry went with the first 4,096).
+    assert "bounded [True] True 0" in out, out
+    # Released when the slot's next domain first copies in, not at destroy.
+    assert "destroyed True" in out and "next True 0 1" in out, out
+
+
 # Runs a composed mpk action in-process and reports where its state data lives.
 WHERE_DATA_LIVES = """
 import json, sys, _faastlane
