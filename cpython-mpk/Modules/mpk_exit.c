@@ -373,19 +373,19 @@ copy_in_leaf(PyObject *v)
     if (!_PyMPK_InHeaps(v)) {
         return Py_NewRef(v);
     }
-    if ((uintptr_t)v - copy_in_from >= _PyMPK_SLOT_SIZE
-        || !leaf_twin_worth_keeping(v))
-    {
+    if ((uintptr_t)v - copy_in_from >= _PyMPK_SLOT_SIZE) {
         return fresh_leaf(v);
     }
+    /* A hit reads the table and the twin only: the hand-off leaf may be in
+     * another core's cache. */
     leaf_twins *t = copy_in_twins;
     _PyMPK_TwinEntry *e = _PyMPK_TwinBucket(t->entries, LEAF_TWINS, v);
     if (e->original == v) {
         return Py_NewRef(e->twin);
     }
     PyObject *twin = fresh_leaf(v);
-    if (twin == NULL) {
-        return NULL;
+    if (twin == NULL || !leaf_twin_worth_keeping(v)) {
+        return twin;
     }
     if (2 * (t->used + 1) > LEAF_TWINS) {
         leaf_twins_empty(t, 1);
