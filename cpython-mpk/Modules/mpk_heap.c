@@ -123,8 +123,11 @@ uintptr_t _PyMPK_HeapsBase = 0;
  * thread (hence the atomic loads).  Exported: the core's free() and GC-track
  * paths look the owner up inline (pycore_mpk_heap.h). */
 struct _PyMPK_Heap *_PyMPK_Heaps[_PyMPK_SLOT_COUNT];
+/* Generation 0 of each slot's heap, for the core's inline GC track
+ * (pycore_object.h, patch 0017): one load instead of three. */
+PyGC_Head *_PyMPK_HeapGeneration0[_PyMPK_SLOT_COUNT];
 _Static_assert(_PyMPK_SLOT_COUNT == 64 && _PyMPK_SLOT_SHIFT == 32,
-               "pycore_mpk_heap.h spells the slot table out");
+               "pycore_mpk_heap.h and pycore_object.h spell the slot tables out");
 /* The bookkeeping of forgotten heaps, kept per slot and reused by the slot's
  * next heap: a free() racing with a destroy may still hold the pointer, and
  * must find a valid mutex there, never freed memory. */
@@ -241,6 +244,7 @@ _PyMPK_HeapEnable(_PyMPK_Handle h, const char **why)
     heap->handle = h;
     heap->head.slot = h.slot;
     heap->head.gc = &heap->gc;
+    _PyMPK_HeapGeneration0[h.slot] = heap->gc.generation0;
     _PyMPK_HeapsBase = _PyMPK_SlotBase(0);
     spare[h.slot] = heap;
     __atomic_store_n(&_PyMPK_Heaps[h.slot], heap, __ATOMIC_RELEASE);
@@ -287,6 +291,7 @@ _PyMPK_HeapForget(int slot)
      * bookkeeping stays valid in spare[slot] until the slot's next heap,
      * and the slot memory it could ask for is refused (stale handle). */
     __atomic_store_n(&_PyMPK_Heaps[slot], NULL, __ATOMIC_RELEASE);
+    _PyMPK_HeapGeneration0[slot] = NULL;
     _PyObject_FiniHeapState(&heap->head.om);
 }
 

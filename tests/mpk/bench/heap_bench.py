@@ -1,9 +1,10 @@
 """Allocation-heavy micro-benchmarks for private heaps, natively (no keys: everything
 but the WRPKRU instruction is measured).
 
-    python heap_bench.py [--inside] [--rounds N]
+    python heap_bench.py [--inside] [--rounds N] [--repeat K]
 
-prints one JSON line {benchmark: best ns per iteration}.  ``--inside`` runs every
+prints one JSON line {benchmark: best ns per iteration}; a sample runs each loop K
+times (default 1: on a noisy machine, K = 50 amortises timer and scheduling noise).  ``--inside`` runs every
 benchmark on a thread inside a ``_faastlane.Domain(private_heap=True)``; without it
 the same thread runs outside domains (isolation off).  Run it with a stock 3.13 and
 with the cpython-mpk runtime to compare the three configurations; the best of N rounds
@@ -72,19 +73,21 @@ BENCHMARKS: list[tuple[Callable[[], None], int]] = [
 ]
 
 
-def measure(rounds: int) -> dict[str, float]:
+def measure(rounds: int, repeat: int) -> dict[str, float]:
     best: dict[str, float] = {}
     for _ in range(rounds):
         for bench, iterations in BENCHMARKS:
             start = time.perf_counter_ns()
-            bench()
-            elapsed = (time.perf_counter_ns() - start) / iterations
+            for _ in range(repeat):
+                bench()
+            elapsed = (time.perf_counter_ns() - start) / iterations / repeat
             best[bench.__name__] = min(best.get(bench.__name__, elapsed), elapsed)
     return best
 
 
 def main(argv: list[str]) -> int:
     rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 15
+    repeat = int(argv[argv.index("--repeat") + 1]) if "--repeat" in argv else 1
     result: dict[str, float] = {}
     if "--inside" in argv:
         import _faastlane
@@ -95,7 +98,7 @@ def main(argv: list[str]) -> int:
         def run() -> None:
             with domain:
                 # Without keys nothing faults: this private string is read below.
-                box[0] = json.dumps(measure(rounds))
+                box[0] = json.dumps(measure(rounds, repeat))
 
         thread = threading.Thread(target=run)
         thread.start()
@@ -103,7 +106,7 @@ def main(argv: list[str]) -> int:
         result = json.loads(box[0])
     else:
         holder: list[dict[str, float]] = []
-        thread = threading.Thread(target=lambda: holder.append(measure(rounds)))
+        thread = threading.Thread(target=lambda: holder.append(measure(rounds, repeat)))
         thread.start()
         thread.join()
         result = holder[0]
