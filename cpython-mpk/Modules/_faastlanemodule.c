@@ -200,61 +200,116 @@ Domain_exit(DomainObject *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+/* What an argument of a sealed call needs at the entry gate: nothing (shared,
+ * or the domain's own), a copy (a leaf in the hand-off heap, which the
+ * function cannot read), or a refusal (anything else of another heap: the
+ * callable would fault on it). */
+enum { ARG_AS_IS, ARG_COPY, ARG_REFUSED };
+
+static int
+sealed_arg(DomainObject *self, PyObject *arg)
+{
+    int slot = _PyMPK_SlotOf(arg);
+    if (slot < 0 || slot == self->handle.slot) {
+        return ARG_AS_IS;
+    }
+    if (slot == _PyMPK_HandoffSlot()
+        && (PyFloat_CheckExact(arg) || PyLong_CheckExact(arg)
+            || PyUnicode_CheckExact(arg)))
+    {
+        return ARG_COPY;
+    }
+    return ARG_REFUSED;
+}
+
 /* The invoker's one gate for function code: enter, seal, call
  * callable(*args), make sure what leaves is shared, unseal, exit.  Only this
  * C frame unseals, so nothing the callable runs can leave the domain or enter
  * another.  With `input` (run_sealed_on), the callable gets first the
- * domain's own deep copy of it, made right after the entry gate: an input in
- * the hand-off domain's heap is read with that key granted for the copy only,
- * which runs no Python code.  METH_FASTCALL: no argument tuple is made
- * inside. */
+ * domain's own copy of it, made right after the entry gate: an input in the
+ * hand-off domain's heap is read with that key granted for the copy only,
+ * which runs no Python code.  The other arguments are checked before the
+ * gate: one of another domain's heap is refused, a number or string in the
+ * hand-off heap (the runtime's bookkeeping, made while it handles data in
+ * flight) is copied in the same window.  METH_FASTCALL: no argument tuple
+ * is made inside. */
 static PyObject *
 run_sealed(DomainObject *self, PyObject *callable, PyObject *const *args,
            Py_ssize_t nargs, PyObject *input)
 {
-    PyObject *result;
+    PyObject *result, *small[8], **call_args = small;
+    Py_ssize_t first = input != NULL, n = nargs + first, copies = 0;
     _PyMPK_Status status;
 
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        int need = sealed_arg(self, args[i]);
+        if (need == ARG_REFUSED) {
+            PyErr_Format(PyExc_TypeError, "argument %zd of a sealed call (%T) "
+                         "lives in another domain's private heap", i + 1, args[i]);
+            return NULL;
+        }
+        copies += need == ARG_COPY;
+    }
+    if ((input != NULL || copies != 0) && n > (Py_ssize_t)Py_ARRAY_LENGTH(small)) {
+        /* Made before the gate: the shared heap's, freed outside. */
+        call_args = PyMem_Malloc((size_t)n * sizeof(PyObject *));
+        if (call_args == NULL) {
+            return PyErr_NoMemory();
+        }
+    }
     if (input != NULL) {
         Py_XDECREF(_PyMPK_TakeHandedOff());   /* a stale one is not this call's */
     }
     status = _PyMPK_EnterSealed(self->handle);
     if (status != _PyMPK_OK) {
+        if (call_args != small) {   /* not yet args: that is only set inside */
+            PyMem_Free(call_args);
+        }
         return raise_status(status, "enter", self);
     }
-    if (input == NULL) {
-        result = PyObject_Vectorcall(callable, args, (size_t)nargs, NULL);
+    int ready = 1, made = input != NULL || copies != 0;
+    if (!made) {
+        call_args = (PyObject **)args;
     }
     else {
-        PyObject *copy, *small[8], **call_args = small;
+        /* The array holds a reference to each argument: copies are new. */
+        memcpy(call_args + first, args, (size_t)nargs * sizeof(PyObject *));
         _PyMPK_OpenHandoff(1);
-        copy = _PyMPK_CopyIn(input, self->handle.slot,
-                             self->handle.generation);
-        _PyMPK_OpenHandoff(0);
-        if (nargs + 1 > (Py_ssize_t)Py_ARRAY_LENGTH(small)) {
-            call_args = PyMem_Malloc((size_t)(nargs + 1) * sizeof(PyObject *));
-            if (call_args == NULL) {
-                Py_CLEAR(copy);
-                PyErr_NoMemory();
+        for (Py_ssize_t i = first; ready && i < n; i++) {
+            if (sealed_arg(self, call_args[i]) == ARG_COPY) {
+                call_args[i] = _PyMPK_PromoteJSON(call_args[i]);
+                ready = call_args[i] != NULL;
+                if (!ready) {
+                    n = i;   /* the copies made so far are released below */
+                }
+            }
+            else {
+                Py_INCREF(call_args[i]);
             }
         }
-        if (copy != NULL) {
-            call_args[0] = copy;
-            memcpy(call_args + 1, args, (size_t)nargs * sizeof(PyObject *));
-            result = PyObject_Vectorcall(callable, call_args,
-                                         (size_t)(nargs + 1), NULL);
-            Py_DECREF(copy);
+        if (ready && input != NULL) {
+            call_args[0] = _PyMPK_CopyIn(input, self->handle.slot,
+                                         self->handle.generation);
+            ready = call_args[0] != NULL;
         }
-        else {
-            result = NULL;
+        _PyMPK_OpenHandoff(0);
+    }
+    result = ready ? PyObject_Vectorcall(callable, call_args, (size_t)n, NULL)
+                   : NULL;
+    if (made) {
+        for (Py_ssize_t i = first; i < n; i++) {
+            Py_DECREF(call_args[i]);
         }
-        if (call_args != small) {
-            PyMem_Free(call_args);
+        if (input != NULL && ready) {
+            Py_DECREF(call_args[0]);
         }
     }
     result = _PyMPK_SealedResult(result, _PyMPK_SlotBase(self->handle.slot),
                                  _PyMPK_SLOT_SIZE, DomainError);
     status = _PyMPK_ExitSealed(self->handle);
+    if (made && call_args != small) {
+        PyMem_Free(call_args);
+    }
     if (status != _PyMPK_OK) {
         /* Cannot happen while the seal holds; fail closed, still inside. */
         Py_XDECREF(result);

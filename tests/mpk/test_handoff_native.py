@@ -114,6 +114,42 @@ def test_a_domain_copies_each_handoff_leaf_once_and_reuses_it(runtime: str) -> N
     assert "destroyed True" in out and "next True 0 1" in out, out
 
 
+SEALED_CALL_ARGUMENTS = """
+h = f.Domain(private_heap=True)
+f.set_handoff(h)
+with h:  # what the engine computes while it handles data in flight
+    timeout, name, box = float(10**9) + 0.5, "n-" + str(10**9), ["in", "flight"]
+theirs = f.Domain(private_heap=True)
+with theirs:
+    secret = "s-" + str(10**9)
+print("where", [f.slot_of(id(o)) == h.slot for o in (timeout, name, box)])
+got = []
+def function(t, n):
+    got.extend([t == float(10**9) + 0.5, n == "n-" + str(10**9),
+                f.slot_of(id(t)) == f.slot_of(id(n)) == mine.slot])
+mine.run_sealed(function, timeout, name)
+print("copied", got)
+attempt("container", lambda: mine.run_sealed(len, box))
+attempt("theirs", lambda: mine.run_sealed(len, secret))
+attempt("beside-input", lambda: mine.run_sealed_on({}, lambda event, b: None, box))
+"""
+
+
+def test_a_sealed_calls_arguments_are_checked_at_the_gate(runtime: str) -> None:
+    """The arguments beside a sealed call's input cross the entry gate too: a number
+    or string the engine made in the hand-off heap (a timeout) is copied into the
+    domain; a container in flight or an object of another domain's heap is refused
+    before anything runs -- not handed to code that would fault on it."""
+    out = run(SEALED_CALL_ARGUMENTS, runtime)
+    assert "where [True, True, True]" in out, out
+    assert "copied [True, True, True]" in out, out
+    refusal = "ERROR TypeError argument 1 of a sealed call ({}) lives in another " \
+              "domain's private heap"
+    assert "container " + refusal.format("list") in out, out
+    assert "theirs " + refusal.format("str") in out, out
+    assert "beside-input " + refusal.format("list") in out, out
+
+
 # Runs a composed mpk action in-process and reports where its state data lives.
 WHERE_DATA_LIVES = """
 import json, sys, _faastlane

@@ -165,11 +165,10 @@ class DomainFunction:
         library_loader.start_loader_thread()  # a forked child's own, started outside
         hardening.confine_thread()  # no CAP_SYS_PTRACE on a thread running its code
         check = _check_due(self)
-        if timeout_seconds is not None:  # a float the caller made may be in flight
-            timeout_seconds = float(timeout_seconds) + 0.0  # this one is shared
         start = time.perf_counter()
         # Sealed: the function's code cannot leave its domain or enter another. Its
-        # input crosses the entry gate as its own deep copy, made there in C.
+        # input crosses the entry gate as its own copy, made there in C (so does a
+        # timeout the engine computed in the hand-off heap).
         try:
             try:
                 (result, error, escaped), handed = self.domain.run_sealed_on(
