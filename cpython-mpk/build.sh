@@ -276,6 +276,7 @@ wire_module() {
         while IFS= read -r rel; do rm -f "$tree/Modules/$rel"; done <"$list"
         rm -f "$list"
     fi
+    rm -f "$tree/Modules/mpk_layout_pad.h"  # settle_layout's, if it padded that build
     printf '# Written by cpython-mpk/build.sh\n' >"$tree/Modules/Setup.local"
     if [[ ! -f $mdir/_faastlanemodule.c ]]; then
         MODULE_BUILT=no
@@ -450,6 +451,30 @@ smoke_test() {
     "$py" -m pip --version >/dev/null || die "$py has no working pip (ensurepip did not install it)"
 }
 
+# The runtime's code may hold no WRPKRU but its gate's and no XRSTOR at any byte
+# offset, yet a compiler's layout can spell one inside another instruction (a
+# rip-relative leaq's displacement into .rodata once held 0F AE 28).  Scan what make
+# linked (scan_layout.py); if it is not clean, move .rodata by padding pages after the
+# code (Modules/mpk_layout.c) and link again.  Paddings of a few pages change a
+# displacement's second byte, of 16 or 256 pages its third.
+LAYOUT_PADS=(1 2 3 16 17 256 257)
+settle_layout() {
+    [[ $MODULE_BUILT == yes && -f $WORK/src/Modules/mpk_layout.c ]] || return 0
+    local src=$WORK/src pad
+    "$src/python" "$HERE/scan_layout.py" "$src" >>"$LOG" 2>&1 && return 0
+    for pad in "${LAYOUT_PADS[@]}"; do
+        printf '#define FAASTLANE_LAYOUT_PAD_PAGES %d\n' "$pad" >"$src/Modules/mpk_layout_pad.h"
+        touch "$src/Modules/mpk_layout.c"
+        run_logged "make (layout padded by $pad pages)" make -C "$src" -j"$OPT_JOBS"
+        if "$src/python" "$HERE/scan_layout.py" "$src" >>"$LOG" 2>&1; then
+            note "PKRU-writing bytes found in the linked code moved out by $pad page(s) of padding"
+            return 0
+        fi
+    done
+    grep '^scan_layout:' "$LOG" | tail -5 >&2
+    die "the linked runtime holds PKRU-writing bytes besides its gate with every padding tried; full log: $LOG"
+}
+
 cmd_build() {
     BUILD_T0=$(now)
     stage "source"
@@ -517,6 +542,8 @@ cmd_build() {
     fi
     grep -A3 'necessary bits to build these optional modules were not found' "$LOG" \
         | sed 's/^/[cpython-mpk]   /' || true
+    stage "scan the linked code for PKRU writes"
+    settle_layout
 
     stage "make install"
     run_logged "make install" make -C "$WORK/src" install DESTDIR="$WORK/stage"

@@ -112,6 +112,10 @@ in_root() {
         HOME=/root LANG=C.UTF-8 "$@"
 }
 
+scan_layout_matcher() {
+    printf '%s\n' "$HERE/../composer/faastlane/runtime/isolation/pkru_scan.py"
+}
+
 compute_key() {
     local inner
     inner=$("$HERE/build.sh" key) || die "build.sh key failed"
@@ -162,9 +166,12 @@ cmd_build() {
     mkdir -p "$inner_cache/sources"
     [[ -f $inner_cache/sources/${source##*/} ]] || cp "$source" "$inner_cache/sources/"
     note "building in $BUILD_ROOT (build.sh installs its apt dependencies there)"
-    BINDS=("$HERE:/src/cpython-mpk" "$inner_cache:/cache")
+    # build.sh scans what it links with the runtime's own matcher (scan_layout.py).
+    BINDS=("$HERE:/src/cpython-mpk" "$inner_cache:/cache"
+           "$(dirname "$(scan_layout_matcher)"):/src/pkru_scan")
     in_root "$BUILD_ROOT" \
-        env FAASTLANE_CACHE=/cache /src/cpython-mpk/build.sh build --no-link \
+        env FAASTLANE_CACHE=/cache FAASTLANE_PKRU_SCAN=/src/pkru_scan/pkru_scan.py \
+        /src/cpython-mpk/build.sh build --no-link \
         || die "the build in the $SUITE root failed (see above)"
     local built=$inner_cache/cpython-mpk/$INNER_KEY
     [[ -f $built/$MARKER ]] || die "build.sh finished but $built is not complete"

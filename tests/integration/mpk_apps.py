@@ -258,6 +258,37 @@ FUNCTIONS = {
             return {"value": found[0].value if found else None}
         """,
     # Tries, from inside its sealed domain, what the hardening and the seal refuse.
+    # Leaves code for other threads to run: at exit and around forks (the exiting or
+    # forking thread is the Orchestrator's), in every collection, at every audit event.
+    # The command and the callbacks are shared objects (an interned string, builtins):
+    # no key and no escape check would see them.
+    "Planter": """
+        import atexit
+        import gc
+        import os
+        import sys
+
+
+        def attempt(action):
+            try:
+                action()
+            except Exception as exc:
+                return type(exc).__name__ + ": " + str(exc)
+            return "DONE"
+
+
+        def handler(event, context):
+            command = sys.intern("echo planted > " + event["marker"])
+            heard = []
+            out = {"atexit": attempt(lambda: atexit.register(os.system, command)),
+                   "at_fork": attempt(lambda: os.register_at_fork(before=os.getpid)),
+                   "gc_callbacks": attempt(lambda: gc.callbacks.append(slice)),
+                   "audit_hook": attempt(lambda: sys.addaudithook(
+                       lambda name, args: heard.append(name)))}
+            os.listdir(".")  # an audited event
+            out["audit_hook_heard"] = len(heard) > 0
+            return out
+        """,
     "Breakout": """
         import gc
         import os
@@ -424,6 +455,7 @@ FIFTY = {"StartAt": "Each", "States": {"Each": {
 PEEK = chain(("Keeper", task("Keeper", ResultPath="$.keeper")),
              ("Peek", task("Peek", ResultPath="$.peek")))
 BREAKOUT = chain(("Breakout", task("Breakout")))
+PLANT = chain(("Planter", task("Planter")))
 # As PEEK, the read made by a thread Peek starts (issue 17, class 6).
 THREAD_PEEK = chain(("Keeper", task("Keeper", ResultPath="$.keeper")),
                     ("Peek", task("ThreadPeek", ResultPath="$.peek")))

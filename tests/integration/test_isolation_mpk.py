@@ -28,6 +28,7 @@ from .mpk_apps import (
     FIFTY,
     NUMPY_CTYPES,
     PEEK,
+    PLANT,
     TWO_HTTPS,
     WARM,
     concurrent_caches,
@@ -213,6 +214,36 @@ def test_function_code_runs_sealed_and_hardened(tmp_path: Path) -> None:
     assert out["gc"] == refused.format("walking the object graph (gc.get_objects)"), out
     assert out["settrace"] == refused.format("installing a hook every thread runs "
                                              "(sys.settrace)"), out
+
+
+def test_a_function_cannot_leave_code_for_other_threads_to_run(tmp_path: Path) -> None:
+    """(Issue 17, class 2.) Code a function registers to run at exit, around a fork, in
+    every collection or at every audit event runs on other threads -- at exit and fork
+    the Orchestrator's, with its rights. The callbacks are shared objects (builtins, an
+    interned command), so neither a key nor the escape check would see them. Under mpk
+    each registration is refused (CPython drops a refused audit hook without telling its
+    caller: it never runs); the control (none) shows the same calls succeed and the
+    command run at exit."""
+    app = write_mpk_app(tmp_path / "app", PLANT)
+    seen = {}
+    for isolation in ("mpk", "none"):
+        marker = tmp_path / f"planted-{isolation}"
+        done = faastlane("run", str(app), "--input", json.dumps({"marker": str(marker)}),
+                         "--isolation", isolation)
+        assert done.code == 0, done.stderr
+        seen[isolation] = json.loads(done.stdout), marker.exists()
+    (mpk, planted_mpk), (none, planted_none) = seen["mpk"], seen["none"]
+    refused = ("IsolationViolation: function 'Planter': installing a hook every thread "
+               "runs ({}) refused (mpk isolation)")
+    assert mpk["atexit"] == refused.format("atexit.register"), mpk
+    assert mpk["at_fork"] == refused.format("os.register_at_fork"), mpk
+    assert mpk["gc_callbacks"].startswith("SharedWriteError: function 'Planter' may not "
+                                          "change an item of gc.callbacks"), mpk
+    assert mpk["audit_hook"] == "DONE" and mpk["audit_hook_heard"] is False, mpk
+    assert not planted_mpk
+    assert none == {"atexit": "DONE", "at_fork": "DONE", "gc_callbacks": "DONE",
+                    "audit_hook": "DONE", "audit_hook_heard": True}, none
+    assert planted_none
 
 
 def test_an_escape_fails_the_function_and_names_it(tmp_path: Path) -> None:

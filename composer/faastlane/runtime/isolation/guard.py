@@ -25,6 +25,7 @@ Standard library only: this ships inside composed actions.
 
 from __future__ import annotations
 
+import gc
 import queue
 import sys
 import threading
@@ -114,6 +115,8 @@ def freeze_shared_state() -> int:
     for attribute in _IMPORT_STATE:
         # Open to libraries as they load (six appends its finder): check_import_state.
         native.freeze(getattr(sys, attribute), f"sys.{attribute}", code_only=True)
+    # Called by every thread's collections, the Orchestrator's included.
+    native.freeze(gc.callbacks, "gc.callbacks")
     seen: set[int] = set()
     for name, module in native.shared_items(sys.modules):
         if _ours_name(name):

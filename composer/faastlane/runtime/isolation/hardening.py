@@ -94,10 +94,20 @@ PROCESS_EVENTS = frozenset({"os.fork", "os.forkpty", "os.exec", "os.posix_spawn"
 GC_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents",
                        "sys._current_frames", "sys._current_exceptions"})
 # Audit events that install code every thread (or this one, after the function
-# returns) runs: a trace or profile function, a sys.monitoring callback. Run on the
-# Orchestrator's or another function's thread, it would act with their rights.
+# returns) runs: a trace or profile function, a sys.monitoring callback, an audit hook,
+# a callback run at exit or around a fork (the last three on whichever thread exits or
+# forks: the Orchestrator's). Run on the Orchestrator's or another function's thread,
+# it would act with their rights. (CPython drops an audit hook this refuses without
+# telling its caller; the others raise.)
 HOOK_EVENTS = frozenset({"sys.settrace", "sys.setprofile",
-                         "sys.monitoring.register_callback"})
+                         "sys.monitoring.register_callback", "sys.addaudithook",
+                         "atexit.register", "atexit.unregister",
+                         "os.register_at_fork"})
+# Of those, what the libraries a function imports may do as they load: logging, Pillow,
+# multiprocessing and concurrent.futures register exit and fork callbacks in their module
+# bodies (docs/security.md, "What is not stopped").
+LIBRARY_HOOK_EVENTS = frozenset({"atexit.register", "atexit.unregister",
+                                 "os.register_at_fork"})
 # libc entry points that write PKRU or copy memory past it.
 REFUSED_SYMBOLS = frozenset({"pkey_set", "pkey_get", "pkey_mprotect", "pkey_alloc",
                              "pkey_free", "process_vm_readv", "process_vm_writev",
@@ -392,6 +402,7 @@ def _make_hook(policy: Policy, owns: Callable[[int], bool] = lambda address: Fal
     memory_file, into_kernel_tree = _memory_file, _into_kernel_tree
     ctypes_event, frame, trusted = _ctypes_event, sys._getframe, _is_trusted_code
     process_events, hook_events, gc_events = PROCESS_EVENTS, HOOK_EVENTS, GC_EVENTS
+    library_hook_events = LIBRARY_HOOK_EVENTS
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event == "open":
@@ -413,7 +424,8 @@ def _make_hook(policy: Policy, owns: Callable[[int], bool] = lambda address: Fal
                 raise IsolationViolation(function, f"starting a process ({event})")
         elif event in hook_events:
             function = current()
-            if function is not None:
+            if function is not None and not (event in library_hook_events and
+                                             in_libraries()):
                 raise IsolationViolation(function, f"installing a hook every thread "
                                                    f"runs ({event})")
         elif event == "os.symlink" and args:

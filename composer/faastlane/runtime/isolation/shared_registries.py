@@ -18,6 +18,7 @@ Standard library only: this ships inside composed actions.
 from __future__ import annotations
 
 import abc
+import atexit
 import copyreg
 import enum
 import logging
@@ -50,6 +51,12 @@ def install(own_names: OwnNames) -> None:
     enum.Flag._missing_ = classmethod(_shared_flag_missing(missing))  # type: ignore
     copyreg._slotnames = _shared_method(copyreg._slotnames)  # type: ignore[attr-defined]
     weakref.finalize._select_for_exit = classmethod(_shared_finalizers_for_exit)  # type: ignore
+    # A finalizer registers the class's exit function with atexit on first use, which is
+    # refused to function code (hardening.HOOK_EVENTS): registered here, outside them,
+    # tempfile.TemporaryDirectory and every other finalizer a function makes still work.
+    if not weakref.finalize._registered_with_atexit:  # type: ignore[attr-defined]
+        atexit.register(weakref.finalize._exitfunc)  # type: ignore[attr-defined]
+        weakref.finalize._registered_with_atexit = True  # type: ignore[attr-defined]
 
 
 def _shared_finalizers_for_exit(cls: type) -> list[Any]:
