@@ -4,8 +4,9 @@ but the WRPKRU instruction is measured).
     python heap_bench.py [--inside] [--rounds N] [--repeat K]
 
 prints one JSON line {benchmark: best ns per iteration}; a sample runs each loop K
-times (default 1: on a noisy machine, K = 50 amortises timer and scheduling noise).  ``--inside`` runs every
-benchmark on a thread inside a ``_faastlane.Domain(private_heap=True)``; without it
+times (default 1: on a noisy machine, K = 20-50 amortises timer and scheduling noise);
+compare many processes per configuration (PRIVATE_HEAPS.md, session 13).  ``--inside``
+runs every benchmark on a thread inside a ``_faastlane.Domain(private_heap=True)``; without it
 the same thread runs outside domains (isolation off).  Run it with a stock 3.13 and
 with the cpython-mpk runtime to compare the three configurations; the best of N rounds
 is kept because the development machines are shared and loaded.
