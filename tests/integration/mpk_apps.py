@@ -24,6 +24,14 @@ def slot_of(obj):
 def my_slot():
     domain = _faastlane.current_domain()
     return None if domain is None else domain.slot
+
+
+def attempt(action):
+    try:
+        action()
+    except Exception as exc:
+        return type(exc).__name__ + ": " + str(exc)
+    return "done"
 """
 
 # Makes boto3 clients at module level and when invoked (no request is sent).
@@ -257,7 +265,6 @@ FUNCTIONS = {
             found = [c for c in object.__subclasses__() if c.__name__ == "KeeperSecret"]
             return {"value": found[0].value if found else None}
         """,
-    # Tries, from inside its sealed domain, what the hardening and the seal refuse.
     # Leaves code for other threads to run: at exit and around forks (the exiting or
     # forking thread is the Orchestrator's), in every collection, at every audit event.
     # The command and the callbacks are shared objects (an interned string, builtins):
@@ -267,14 +274,6 @@ FUNCTIONS = {
         import gc
         import os
         import sys
-
-
-        def attempt(action):
-            try:
-                action()
-            except Exception as exc:
-                return type(exc).__name__ + ": " + str(exc)
-            return "DONE"
 
 
         def handler(event, context):
@@ -289,20 +288,13 @@ FUNCTIONS = {
             out["audit_hook_heard"] = len(heard) > 0
             return out
         """,
+    # Tries, from inside its sealed domain, what the hardening and the seal refuse.
     "Breakout": """
         import gc
         import os
         import subprocess
         import sys
         import threading
-
-
-        def attempt(action):
-            try:
-                action()
-            except Exception as exc:
-                return type(exc).__name__ + ": " + str(exc)
-            return "done"
 
 
         def from_a_thread(action):

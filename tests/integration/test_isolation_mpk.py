@@ -239,10 +239,10 @@ def test_a_function_cannot_leave_code_for_other_threads_to_run(tmp_path: Path) -
     assert mpk["at_fork"] == refused.format("os.register_at_fork"), mpk
     assert mpk["gc_callbacks"].startswith("SharedWriteError: function 'Planter' may not "
                                           "change an item of gc.callbacks"), mpk
-    assert mpk["audit_hook"] == "DONE" and mpk["audit_hook_heard"] is False, mpk
+    assert mpk["audit_hook"] == "done" and mpk["audit_hook_heard"] is False, mpk
     assert not planted_mpk
-    assert none == {"atexit": "DONE", "at_fork": "DONE", "gc_callbacks": "DONE",
-                    "audit_hook": "DONE", "audit_hook_heard": True}, none
+    assert none == {"atexit": "done", "at_fork": "done", "gc_callbacks": "done",
+                    "audit_hook": "done", "audit_hook_heard": True}, none
     assert planted_none
 
 
