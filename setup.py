@@ -29,7 +29,7 @@ setup(
     # Run-time files that are not Python: the gate's C source, which `faastlane inspect`
     # compiles (copies of cpython-mpk/Modules/, checked identical by the tests), and the
     # prices `faastlane cost` uses.
-    package_data={"faastlane.inspect": ["gate_source/*.c", "gate_source/*.h"],
+    package_data={"faastlane.inspector": ["gate_source/*.c", "gate_source/*.h"],
                   "faastlane_bench": ["prices.json"]},
     python_requires=">=3.11",
     # JSONata workflows: the engine is imported only when a state uses JSONata, and

@@ -2,7 +2,7 @@
 
 An installed faastlane (``pip install .``, a wheel) lives in site-packages: nothing of
 the repository is beside it. What the installed commands need at run time is package
-data (the gate's C source, ``faastlane/inspect/gate_source/``); what exists only in a
+data (the gate's C source, ``faastlane/inspector/gate_source/``); what exists only in a
 checkout -- the cpython-mpk runtime built by ``make -C cpython-mpk``, ``docker/build.sh``
 -- is looked for here, and a command that needs it and finds none says so in one line.
 

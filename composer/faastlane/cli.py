@@ -21,17 +21,17 @@ import tempfile
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
-from faastlane.asl.problem import Problem, summary
+from faastlane.validation.problem import Problem, summary
 from faastlane.compose.action import check_app, compose, prepare, shown_root, warn, write_action
-from faastlane.compose.app import WORKFLOW_FILE
-from faastlane.compose.sources import load_app
+from faastlane.app.folder import WORKFLOW_FILE
+from faastlane.app.sources import load_app
 from faastlane.deploy.commands import COMMANDS as DEPLOY_COMMANDS
 from faastlane.deploy.commands import register as register_deploy
 from faastlane.graph.commands import COMMANDS as GRAPH_COMMANDS
 from faastlane.graph.commands import register as register_graph
-from faastlane.inspect.commands import COMMANDS as INSPECT_COMMANDS
-from faastlane.inspect.commands import register as register_inspect
-from faastlane.project.local_aws import local_resources
+from faastlane.inspector.commands import COMMANDS as INSPECT_COMMANDS
+from faastlane.inspector.commands import register as register_inspect
+from faastlane.app.project.local_aws import local_resources
 from faastlane.scaffold.commands import COMMANDS as INIT_COMMANDS
 from faastlane.scaffold.commands import register as register_init
 from faastlane.serve.commands import COMMANDS as SERVE_COMMANDS

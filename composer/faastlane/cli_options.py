@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from faastlane.project.parameters import ProjectOptions
+from faastlane.app.project.parameters import ProjectOptions
 from faastlane.runtime.options import ISOLATION_MODES
 
 from .errors import FaastlaneError

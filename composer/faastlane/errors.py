@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from faastlane.asl.problem import Problem, summary
+from faastlane.validation.problem import Problem, summary
 
 
 class FaastlaneError(Exception):

@@ -32,8 +32,8 @@ from faastlane.compose.action import prepare, write_action
 from faastlane.deploy.image_bundle import LambdaImagePackage, package_lambda_image
 from faastlane.deploy.images import resolve_base
 from faastlane.deploy.vendoring import requirement_files, vendor
-from faastlane.inspect.errors import InspectionFailed
-from faastlane.inspect.shipment import app_waivers, inspect_shipment
+from faastlane.inspector.errors import InspectionFailed
+from faastlane.inspector.shipment import app_waivers, inspect_shipment
 from integration.apps import CLI_TIMEOUT, faastlane
 from integration.examples import EXAMPLES
 from integration.test_example_ml_predict import _check_report

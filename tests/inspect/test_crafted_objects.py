@@ -8,7 +8,7 @@ from pathlib import Path
 
 from crafted_elf import compiler, function, shared_object, symbols
 
-from faastlane.inspect.scanner import Target, inspect_targets
+from faastlane.inspector.scanner import Target, inspect_targets
 from faastlane.runtime.isolation.pkru_scan import scan_elf
 
 CRAFTED = "".join([

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from crafted_elf import GATE_SOURCE, RUNTIME, function, shared_object, symbols
 
-from faastlane.inspect.gate import GATE_START, compile_gate, runtime_gate
-from faastlane.inspect.scanner import Target, inspect_targets
+from faastlane.inspector.gate import GATE_START, compile_gate, runtime_gate
+from faastlane.inspector.scanner import Target, inspect_targets
 from faastlane.runtime.isolation.pkru_scan import WRPKRU, check_gate, scan_code
 
 

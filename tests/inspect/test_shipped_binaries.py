@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from crafted_elf import RUNTIME
 
-from faastlane.inspect.elf_files import read_elf
-from faastlane.inspect.gate import GATE_START, runtime_gate
-from faastlane.inspect.report import Report
-from faastlane.inspect.scanner import Target, elf_targets, inspect_targets
-from faastlane.inspect.targets import python_targets
+from faastlane.inspector.elf_files import read_elf
+from faastlane.inspector.gate import GATE_START, runtime_gate
+from faastlane.inspector.report import Report
+from faastlane.inspector.scanner import Target, elf_targets, inspect_targets
+from faastlane.inspector.targets import python_targets
 from faastlane.runtime.isolation.pkru_scan import WRPKRU, check_gate, code_ranges
 
 _OBJDUMP_HIT = re.compile(r"^\s*([0-9a-f]+):\s+(?:[0-9a-f]{2} )+\s*(wrpkru|xrstor64|xrstor)\b",

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from faastlane.inspect.gate import SHIPPED_SOURCES, compile_gate
+from faastlane.inspector.gate import SHIPPED_SOURCES, compile_gate
 
 REPO = Path(__file__).resolve().parents[2]
 MODULES = REPO / "cpython-mpk" / "Modules"
@@ -49,7 +49,7 @@ def test_the_shipped_gate_source_is_cpython_mpks() -> None:
     for name in SHIPPED_SOURCES:
         assert (SHIPPED / name).read_bytes() == (MODULES / name).read_bytes(), (
             f"{SHIPPED / name} differs from {MODULES / name}: "
-            f"cp cpython-mpk/Modules/{name} composer/faastlane/inspect/gate_source/")
+            f"cp cpython-mpk/Modules/{name} composer/faastlane/inspector/gate_source/")
     for name in SHIPPED_SOURCES:  # every local header they include is shipped too
         text = (SHIPPED / name).read_text()
         assert set(re.findall(r'#include\s+"([^"]+)"', text)) <= set(SHIPPED_SOURCES)
@@ -280,7 +280,7 @@ def test_it_runs_the_installed_package_not_the_checkout(installed: Installed) ->
     said = json.loads(installed.python_says(
         "import json, sys, faastlane, faastlane_profiler\n"
         "from faastlane.checkout import checkout_root\n"
-        "from faastlane.inspect.gate import GATE_SOURCE\n"
+        "from faastlane.inspector.gate import GATE_SOURCE\n"
         "print(json.dumps({'faastlane': faastlane.__file__, 'profiler': "
         "faastlane_profiler.__file__, 'path': sys.path, 'checkout': checkout_root(), "
         "'gate_source': GATE_SOURCE}))"))
@@ -290,7 +290,7 @@ def test_it_runs_the_installed_package_not_the_checkout(installed: Installed) ->
     assert not [p for p in said["path"] if p and Path(p).resolve().is_relative_to(REPO)]
     # The gate's C source is package data, and compiles to the gate cpython-mpk's does.
     assert said["gate_source"].startswith(site) and Path(said["gate_source"]).is_file()
-    shipped = installed.python_says("from faastlane.inspect.gate import compile_gate; "
+    shipped = installed.python_says("from faastlane.inspector.gate import compile_gate; "
                                     "print(compile_gate().hex())")
     assert bytes.fromhex(shipped.strip()) == compile_gate(str(MODULES / "mpk_pkru.c"))
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from faastlane.project.resources import generated_name
+from faastlane.app.project.resources import generated_name
 
 from .apps import ROOT, faastlane
 from .local_aws import (

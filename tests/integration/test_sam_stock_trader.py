@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from faastlane.project.resources import generated_name
+from faastlane.app.project.resources import generated_name
 
 from .apps import faastlane
 from .examples import EXAMPLES

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from faastlane.asl.load import load_definition
-from faastlane.asl.unsupported import unsupported_features
-from faastlane.asl.validate import validate
+from faastlane.validation.load import load_definition
+from faastlane.validation.unsupported import unsupported_features
+from faastlane.validation.validate import validate
 
 
 def refusals(definition_text: str, functions: Collection[str] = ()) -> list[str]:

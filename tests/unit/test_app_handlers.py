@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from faastlane.compose.sources import load_app
+from faastlane.app.sources import load_app
 
 
 def _app(root: Path, source: str, handler: str = "app.handle") -> Path:

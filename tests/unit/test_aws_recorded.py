@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from faastlane.asl import validate
-from faastlane.asl.unsupported import unsupported_features
+from faastlane.validation import validate
+from faastlane.validation.unsupported import unsupported_features
 from faastlane.runtime.asl.errors import QUERY_EVALUATION_ERROR, RUNTIME, StatesError
 from faastlane.runtime.asl.model import machine_from_asl
 from faastlane.runtime.engine.execution import Execution

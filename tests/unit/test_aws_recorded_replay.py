@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from asl_acceptance import refusals
 
-from faastlane.asl.load import load_definition
+from faastlane.validation.load import load_definition
 from faastlane.runtime.asl.model import machine_from_asl
 from faastlane.runtime.orchestrator import Orchestrator
 

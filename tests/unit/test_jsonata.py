@@ -272,7 +272,7 @@ def test_compose_accepts_jsonata_and_variables_but_still_refuses_what_cannot_run
     # What composes: both query languages and Assign. Still refused with a pointer:
     # fields the runtime would otherwise ignore (a distributed Map's ItemReader); the
     # JSONPath Map's MaxConcurrencyPath runs.
-    from faastlane.asl.unsupported import unsupported_features
+    from faastlane.validation.unsupported import unsupported_features
 
     runs = jsonata(T={"Type": "Task", "Resource": "f", "Arguments": {"a": "{% 1 %}"},
                       "Assign": {"x": 1}, "Output": "{% $states.result %}"})

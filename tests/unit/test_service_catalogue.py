@@ -8,7 +8,7 @@ import pytest
 from faastlane.runtime.asl.model import machine_from_asl
 from faastlane.runtime.asl.resources import UnsupportedResource, task_target
 from faastlane.runtime.services import services_used, uses_service_integrations
-from faastlane.runtime.services.catalogue import (
+from faastlane.runtime.asl.integrations import (
     UnsupportedIntegration,
     is_integration,
     parse,

@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from faastlane.runtime.asl.errors import RUNTIME, StatesError
-from faastlane.runtime.services.catalogue import parse
+from faastlane.runtime.asl.integrations import parse
 from faastlane.runtime.services.clients import boto3_module
 from faastlane.runtime.services.failures import failed_entries, from_exception
 

@@ -12,7 +12,7 @@ import pytest
 from botocore.response import StreamingBody
 
 from faastlane.runtime.services import responses, shapes
-from faastlane.runtime.services.catalogue import parse
+from faastlane.runtime.asl.integrations import parse
 from faastlane.runtime.services.clients import operation_model
 from faastlane.runtime.services.executions import StateMachines
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from faastlane.asl import validate
+from faastlane.validation import validate
 
 
 def _task(resource: str, **fields: Any) -> dict[str, Any]:

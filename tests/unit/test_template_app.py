@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from faastlane.compose.action import check_app
-from faastlane.compose.sources import load_app
-from faastlane.project.parameters import ProjectOptions
+from faastlane.app.sources import load_app
+from faastlane.app.project.parameters import ProjectOptions
 
 HANDLER = "def handler(event, context):\n    return event\n"
 

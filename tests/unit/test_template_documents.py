@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faastlane.project.documents import DocumentError, parse
+from faastlane.app.project.documents import DocumentError, parse
 
 
 def test_every_short_tag_becomes_the_long_form_json_templates_use() -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from faastlane.errors import FaastlaneError
-from faastlane.project.local_aws import configured_endpoint, is_loopback
-from faastlane.project.parameters import parse_overrides
+from faastlane.app.project.local_aws import configured_endpoint, is_loopback
+from faastlane.app.project.parameters import parse_overrides
 
 
 @pytest.mark.parametrize("url, loopback", [

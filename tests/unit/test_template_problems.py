@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from faastlane.asl.problem import Problem
+from faastlane.validation.problem import Problem
 from faastlane.compose.action import check_app
-from faastlane.compose.app import App
-from faastlane.compose.sources import load_app
+from faastlane.app.folder import App
+from faastlane.app.sources import load_app
 from faastlane.errors import AppError
-from faastlane.project.parameters import ProjectOptions
+from faastlane.app.project.parameters import ProjectOptions
 
 MACHINE = """\
   Machine:

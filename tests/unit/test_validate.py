@@ -1,4 +1,4 @@
-"""Targeted cases for faastlane.asl.validate: each rule, its pointer, and no false alarms."""
+"""Targeted cases for faastlane.validation.validate: each rule, its pointer, and no false alarms."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from faastlane.asl import Problem, validate
+from faastlane.validation import Problem, validate
 
 
 def pointers(definition: Any, functions: Any = None) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from faastlane.asl import validate
+from faastlane.validation import validate
 
 
 def _chain(names: list[str], first_next: str) -> dict[str, Any]:

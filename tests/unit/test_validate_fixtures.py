@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from faastlane.asl import load_definition, validate
+from faastlane.validation import load_definition, validate
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "asl"
 

@@ -1,10 +1,10 @@
-"""The JSONata syntax checker behind validate (faastlane.asl.jsonata)."""
+"""The JSONata syntax checker behind validate (faastlane.validation.jsonata)."""
 
 from __future__ import annotations
 
 import pytest
 
-from faastlane.asl.jsonata_syntax import (
+from faastlane.validation.jsonata_syntax import (
     JSONataSyntaxError,
     check_expression,
     is_expression,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from faastlane.asl import Problem, load_definition
+from faastlane.validation import Problem, load_definition
 
 
 def test_valid_json_is_returned_as_plain_data() -> None:

@@ -29,7 +29,7 @@ from dataclasses import asdict
 from typing import Any
 
 from faastlane.app_source import load
-from faastlane.compose.app import FUNCTIONS_DIR
+from faastlane.app.folder import FUNCTIONS_DIR
 from faastlane.runtime.engine.functions import FunctionSpec
 
 from .function_action import SPEC_FILE

@@ -28,24 +28,24 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from faastlane.asl.load import load_definition
-from faastlane.asl.problem import Problem, sort_key
-from faastlane.asl.unsupported import unsupported_features
-from faastlane.asl.validate import validate
+from faastlane.validation.load import load_definition
+from faastlane.validation.problem import Problem, sort_key
+from faastlane.validation.unsupported import unsupported_features
+from faastlane.validation.validate import validate
 from faastlane.errors import FaastlaneError, InvalidWorkflow
-from faastlane.inspect.errors import InspectionFailed
-from faastlane.inspect.shipment import app_waivers, inspect_shipment
-from faastlane.project.functions import IGNORED_IN_CODE
-from faastlane.project.parameters import ProjectOptions
+from faastlane.inspector.errors import InspectionFailed
+from faastlane.inspector.shipment import app_waivers, inspect_shipment
+from faastlane.app.project.functions import IGNORED_IN_CODE
+from faastlane.app.project.parameters import ProjectOptions
 from faastlane.runtime.asl.model import JSONATA, Machine, machine_from_asl, walk_states
 from faastlane.runtime.options import Options
 from faastlane.runtime.services.executions import STATE_MACHINES_FILE
 
 from . import output
-from .app import FUNCTIONS_DIR, WORKFLOW_FILE, App
+from faastlane.app.folder import FUNCTIONS_DIR, WORKFLOW_FILE, App
 from .codegen import render
 from .plan import choose_isolation, make_options, make_plan
-from .sources import load_app
+from faastlane.app.sources import load_app
 
 RUNTIME_PACKAGE = "faastlane_runtime"
 # The JSONata engine an action that uses JSONata carries (import name, distribution).
@@ -155,7 +155,7 @@ def write_action(composition: Composition, out_dir: str) -> str:
     def build(stage: str) -> None:
         _build(composition, stage)
         # Native code the action ships (a function's .so) must not change PKRU: records
-        # inspection.json and fails on an unwaived finding (faastlane.inspect). A refused
+        # inspection.json and fails on an unwaived finding (faastlane.inspector). A refused
         # action is still written, with its record, for the user to look at; the
         # command fails.
         try:

@@ -55,7 +55,7 @@ from faastlane.runtime.options import (
 from faastlane.runtime.parallel.invokers import LAMBDA_PAYLOAD_LIMIT, OPENWHISK_PAYLOAD_LIMIT
 from faastlane.runtime.parallel.spill import state_keys
 
-from .app import App
+from faastlane.app.folder import App
 from .costs import HandoffCosts
 from .costs import load as load_costs
 

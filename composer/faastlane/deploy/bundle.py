@@ -30,8 +30,8 @@ from typing import Any
 
 from faastlane.checkout import FROM_CHECKOUT, how_to_get_the_runtime, runtime_prefix
 from faastlane.compose.action import RUNTIME_PACKAGE, prepare, write_action
-from faastlane.inspect.shipment import app_waivers, check_trees, inspect_shipment
-from faastlane.inspect.waivers import Waiver
+from faastlane.inspector.shipment import app_waivers, check_trees, inspect_shipment
+from faastlane.inspector.waivers import Waiver
 from faastlane.runtime.services import uses_service_integrations
 
 from . import glibc, limits

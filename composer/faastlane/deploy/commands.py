@@ -17,7 +17,7 @@ from typing import Any
 
 from faastlane import progress
 from faastlane.cli_options import planning, project_options, read_input
-from faastlane.compose.sources import load_app
+from faastlane.app.sources import load_app
 
 from . import bundle, image_bundle
 from .aws_lambda import LambdaClient

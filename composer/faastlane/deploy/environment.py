@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from faastlane.compose.app import LAMBDA_RESERVED_VARIABLES, VARIABLE_NAME
+from faastlane.app.folder import LAMBDA_RESERVED_VARIABLES, VARIABLE_NAME
 from faastlane.runtime.engine.functions import FunctionSpec
 
 from .errors import DeployError

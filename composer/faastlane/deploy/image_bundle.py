@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from faastlane.compose.action import prepare, write_action
-from faastlane.inspect.report import Report
-from faastlane.inspect.shipment import app_waivers, inspect_shipment
+from faastlane.inspector.report import Report
+from faastlane.inspector.shipment import app_waivers, inspect_shipment
 
 from . import limits
 from .archive import Archive, write_zip

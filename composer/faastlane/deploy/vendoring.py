@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Iterable
 
 from faastlane import cache, progress
-from faastlane.compose.app import FUNCTIONS_DIR
+from faastlane.app.folder import FUNCTIONS_DIR
 
 from .errors import VendoringFailed
 

@@ -15,7 +15,7 @@ from faastlane.cli_options import planning, project_options
 from faastlane.compose.action import write_action
 from faastlane.errors import FaastlaneError
 from faastlane.local_action import scratch_parent
-from faastlane.project.local_aws import local_resources
+from faastlane.app.project.local_aws import local_resources
 
 from .endpoint import LocalEndpoint
 from .openwhisk_api import PREFIX

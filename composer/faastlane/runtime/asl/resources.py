@@ -10,7 +10,7 @@ Step Functions accepts three spellings for a Lambda task, and so do we:
   (``Payload``, ``StatusCode``, ...), not the bare payload.
 
 Any other ``arn:aws:states:::SERVICE:ACTION`` is a service integration, which the
-Orchestrator runs itself (``services/``: its catalogue says which ones it can).
+Orchestrator runs itself (``services/``); ``integrations`` says which ones it can.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..services.catalogue import UnsupportedIntegration, is_integration, parse
+from .integrations import UnsupportedIntegration, is_integration, parse
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 

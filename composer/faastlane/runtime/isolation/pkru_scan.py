@@ -20,7 +20,7 @@ checked ``wrpkru; cmp; jne`` sequence of ``cpython-mpk/Modules/mpk_pkru.c``, who
 benign pattern for it either.
 
 Standard library only: this module ships inside actions, where ``hardening.py`` inspects
-native code loaded after start-up; the composer's inspector (``faastlane.inspect``)
+native code loaded after start-up; the composer's inspector (``faastlane.inspector``)
 uses the same matcher over what pyelftools reads.
 """
 

@@ -1,8 +1,9 @@
 """AWS service integrations in Task states, run by the Orchestrator (not as functions).
 
-- ``catalogue``: which integrations a Resource may name and what they accept (pure; the
-  validator uses it too), and :func:`uses_service_integrations` / :func:`services_used`
-  for compose, which decides whether an action must ship boto3;
+- which integrations a Resource may name and what they accept is the language's
+  (``asl.integrations``, pure, shared with the validator); re-exported here for compose,
+  which decides with :func:`uses_service_integrations` / :func:`services_used` whether
+  an action must ship boto3;
 - ``calls``: one call, from a Task's effective input to its result or ASL error;
 - ``shapes``: parameters and responses between Step Functions' JSON and boto3;
 - ``responses``: the optimised integrations' ``SdkHttpMetadata``;
@@ -14,6 +15,6 @@
 Nothing here imports boto3 until a workflow calls a service.
 """
 
-from .catalogue import services_used, uses_service_integrations
+from ..asl.integrations import services_used, uses_service_integrations
 
 __all__ = ["services_used", "uses_service_integrations"]

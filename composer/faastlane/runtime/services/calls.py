@@ -19,7 +19,7 @@ from ..asl.model import Machine, Task, walk_states
 from ..engine import handoff_scope, trace
 from ..engine.execution import Execution, timeout_error
 from . import clients, failures, responses, shapes
-from .catalogue import Integration, parse
+from ..asl.integrations import Integration, parse
 from .executions import RunMachine, start_execution
 
 PLACEMENT = "orchestrator"  # where a service call runs, in plan.json and the trace

@@ -36,7 +36,7 @@ from ..asl.jsonvalue import compact_json
 from ..asl.model import Machine, machine_from_asl
 from ..engine.execution import Execution, ExecutionTimedOut
 from ..engine.lambda_context import ACCOUNT, REGION
-from .catalogue import SYNC2, Integration
+from ..asl.integrations import SYNC2, Integration
 from .responses import sdk_metadata
 
 STATE_MACHINES_FILE = "state_machines.json"

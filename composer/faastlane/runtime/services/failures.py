@@ -24,7 +24,7 @@ from typing import Any
 
 from ..asl.errors import StatesError
 from ..asl.jsonvalue import compact_json
-from .catalogue import Integration
+from ..asl.integrations import Integration
 
 # Optimised integration -> (error prefix, service name in causes).
 _OPTIMISED = {

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .catalogue import Integration
+from ..asl.integrations import Integration
 
 # Header names as AWS's services send them; botocore hands them over in lower case.
 _HEADER_NAMES = {"x-amzn-requestid": "x-amzn-RequestId", "x-amz-crc32": "x-amz-crc32",

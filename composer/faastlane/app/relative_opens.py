@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import os
 
-from faastlane.asl.problem import Problem
+from faastlane.validation.problem import Problem
 from faastlane.runtime.engine.functions import FunctionSpec
 
 _OPENERS = {("open",), ("io", "open"), ("codecs", "open"), ("Path",), ("pathlib", "Path"),

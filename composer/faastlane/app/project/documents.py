@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from faastlane.asl.problem import child, nearest_line
+from faastlane.validation.problem import child, nearest_line
 
 # Short tag -> the long form's key. ``!GetAtt A.B`` (a scalar) is split at the first dot.
 SHORT_TAGS = {

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from faastlane.asl.problem import Problem, child, did_you_mean
+from faastlane.validation.problem import Problem, child, did_you_mean
 from faastlane.errors import AppError
 
 from . import documents

@@ -7,6 +7,6 @@ One concern per module, in the order a template is read:
 - :mod:`.intrinsics`  ``Ref``, ``Fn::GetAtt``, ``Fn::Sub``, ... and conditions;
 - :mod:`.resources`   what each resource type's ``Ref``/``Fn::GetAtt`` gives, physical names;
 - :mod:`.template`    the template read: its state machines, functions, local resources;
-- :mod:`.app_model`   the template as an :class:`~faastlane.compose.app.App`;
+- :mod:`.app_model`   the template as an :class:`~faastlane.app.folder.App`;
 - :mod:`.local_aws`   the resources created on a loopback endpoint for ``faastlane run``.
 """

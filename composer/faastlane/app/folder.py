@@ -1,4 +1,4 @@
-"""The app directory: a workflow, its functions and optional settings.
+"""An app folder: a workflow, its functions and optional settings.
 
 ```
 app/
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from faastlane.asl.problem import Problem, child, did_you_mean, nearest_line
+from faastlane.validation.problem import Problem, child, did_you_mean, nearest_line
 from faastlane.errors import AppError
 from faastlane.runtime.engine.functions import LAMBDA, OPENWHISK, FunctionSpec
 
@@ -42,7 +42,7 @@ _PACKAGE_MODULES = ("lambda_function.py", "handler.py", "index.py", "__main__.py
                     "__init__.py")
 _SETTINGS_KEYS = {"name": str, "isolation": str, "vcpus": int, "trusted": list,
                   "untrusted": list, "sensitive": list, "kept_escapes": dict,
-                  "inspector_waivers": list,  # checked by faastlane.inspect.waivers
+                  "inspector_waivers": list,  # checked by faastlane.inspector.waivers
                   "functions": dict}  # per function, as Lambda's configuration
 # faastlane.json "functions": {NAME: {...}}, Lambda's limits: a timeout of 1-900 s, memory
 # of 128-10240 MB, variable names as Lambda accepts them (letters, digits, "_", starting
@@ -146,7 +146,7 @@ def _read_workflow(root: str, path: str,
         pass
     for yaml_file in YAML_WORKFLOW_FILES:
         if os.path.isfile(os.path.join(root, yaml_file)):
-            from faastlane.project import documents  # YAML: PyYAML, composer side only
+            from faastlane.app.project import documents  # YAML: PyYAML, composer side only
 
             try:
                 document = documents.read(os.path.join(root, yaml_file))

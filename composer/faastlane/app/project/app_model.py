@@ -15,9 +15,9 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from faastlane.asl.problem import Problem
-from faastlane.asl.validate import validate
-from faastlane.compose.app import (
+from faastlane.validation.problem import Problem
+from faastlane.validation.validate import validate
+from faastlane.app.folder import (
     FUNCTIONS_DIR,
     SETTINGS_FILE,
     App,
@@ -25,7 +25,7 @@ from faastlane.compose.app import (
     check_setting_names,
     settings_from,
 )
-from faastlane.compose.relative_opens import relative_opens
+from faastlane.app.relative_opens import relative_opens
 from faastlane.runtime.engine.functions import LAMBDA, FunctionSpec
 
 from .functions import TemplateFunction

@@ -1,15 +1,14 @@
-"""What APP names: an app folder (``app``) or a SAM / CloudFormation template file
-(``faastlane.project``, which builds on ``app``'s model; so the choice is made here,
-above both)."""
+"""What APP names: an app folder (``folder``) or a SAM / CloudFormation template file
+(``project``, which builds on ``folder``'s model; so the choice is made here, above both)."""
 
 from __future__ import annotations
 
 import os
 
-from faastlane.project.app_model import load_project
-from faastlane.project.parameters import ProjectOptions
+from faastlane.app.project.app_model import load_project
+from faastlane.app.project.parameters import ProjectOptions
 
-from .app import App, load_folder
+from .folder import App, load_folder
 
 
 def load_app(path: str, options: ProjectOptions | None = None) -> App:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from faastlane.runtime.services.catalogue import (
+from faastlane.runtime.asl.integrations import (
     Integration,
     UnsupportedIntegration,
     parse,

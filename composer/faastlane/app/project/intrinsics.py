@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Collection
 from typing import Any
 
-from faastlane.asl.problem import child, did_you_mean
+from faastlane.validation.problem import child, did_you_mean
 
 from .parameters import NO_VALUE
 
