@@ -2,8 +2,10 @@
 #   make demo   compose and run the FINRA example workflow locally (no cloud, no server)
 #   make test   build the cpython-mpk runtime (cached), then run the whole test suite on it
 # and, for everyday work, the quick subset (tiers: pytest.ini, tests/conftest.py):
-#   make test-fast  unit + local integration tests on a plain python3 venv: no CPython
-#                   build, no QEMU, no Docker, nothing that needs the cpython-mpk runtime
+#   make test-fast  the gates (make lint), then unit + local integration tests on a plain
+#                   python3 venv: no CPython build, no QEMU, no Docker, nothing that needs
+#                   the cpython-mpk runtime
+#   make lint       ruff and mypy (settings: pyproject.toml), zero findings
 # Everything they need is installed here (apt, pip); nothing is expected to be there.
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -14,12 +16,12 @@ FAST_VENV := .venv-fast
 FAST_TIERS := (unit or integration) and not (mpk or slow)
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast install runtime runtime-lambda test-env clean
+.PHONY: demo test test-fast lint install runtime runtime-lambda test-env clean
 demo: $(VENV)/.installed
 	$(VENV)/bin/faastlane run examples/finra --input-file examples/finra/input.json
 
 install: $(VENV)/.installed
-$(VENV)/.installed: setup.py
+$(VENV)/.installed: pyproject.toml
 	scripts/ensure-python-venv.sh $(PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
@@ -39,24 +41,32 @@ runtime-lambda:
 test-env: runtime
 	@scripts/ensure-test-tools.sh
 	@if [ "$$(readlink -f $(TEST_VENV)/bin/python3 2>/dev/null)" != "$$(readlink -f $(MPK_PYTHON))" ] \
-	    || [ ! -f $(TEST_VENV)/.installed ] || [ setup.py -nt $(TEST_VENV)/.installed ] || [ bench/setup.py -nt $(TEST_VENV)/.installed ]; then \
+	    || [ ! -f $(TEST_VENV)/.installed ] || [ pyproject.toml -nt $(TEST_VENV)/.installed ]; then \
 	  rm -rf $(TEST_VENV) && $(MPK_PYTHON) -m venv $(TEST_VENV) \
 	  && $(TEST_VENV)/bin/pip install -q --upgrade pip \
-	  && $(TEST_VENV)/bin/pip install -q -e '.[test]' -e ./bench && touch $(TEST_VENV)/.installed; fi
+	  && $(TEST_VENV)/bin/pip install -q -e '.[test]' && touch $(TEST_VENV)/.installed; fi
 
 test: test-env runtime-lambda
+	$(call gates,$(TEST_VENV))
 	$(TEST_VENV)/bin/python -m pytest $(PYTEST_ARGS) tests
+
+# The code gates: lint and types, zero findings (a rule switched off says why in
+# pyproject.toml). Run before the tests, so that a finding fails in seconds.
+gates = $(1)/bin/ruff check --quiet && $(1)/bin/mypy
+lint: $(FAST_VENV)/.installed
+	$(call gates,$(FAST_VENV))
 
 # The quick subset on the system python3 (3.11+), in its own venv: never the runtime build.
 test-fast: $(FAST_VENV)/.installed
 	@scripts/ensure-test-tools.sh
+	$(call gates,$(FAST_VENV))
 	$(FAST_VENV)/bin/python -m pytest -m "$(FAST_TIERS)" $(PYTEST_ARGS) tests
 
-$(FAST_VENV)/.installed: setup.py bench/setup.py
+$(FAST_VENV)/.installed: pyproject.toml
 	scripts/ensure-python-venv.sh $(PYTHON)
 	rm -rf $(FAST_VENV) && $(PYTHON) -m venv $(FAST_VENV)
 	$(FAST_VENV)/bin/pip install -q --upgrade pip
-	$(FAST_VENV)/bin/pip install -q -e '.[test]' -e ./bench
+	$(FAST_VENV)/bin/pip install -q -e '.[test]'
 	touch $@
 
 clean:

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from faastlane.cli_options import add_input, read_input
+from faastlane.cli_options import read_input
 from faastlane.errors import FaastlaneError
+from faastlane.runtime.run_options import add_input
 
 from . import own_app
 from .catalogue import EXAMPLES, REPOSITORY

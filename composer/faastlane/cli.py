@@ -21,25 +21,25 @@ import tempfile
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
-from faastlane.validation.problem import Problem, summary
-from faastlane.compose.action import check_app, compose, prepare, shown_root, warn, write_action
 from faastlane.app.folder import WORKFLOW_FILE
+from faastlane.app.project.local_aws import local_resources
 from faastlane.app.sources import load_app
+from faastlane.compose.action import check_app, compose, prepare, shown_root, warn, write_action
 from faastlane.deploy.commands import COMMANDS as DEPLOY_COMMANDS
 from faastlane.deploy.commands import register as register_deploy
 from faastlane.graph.commands import COMMANDS as GRAPH_COMMANDS
 from faastlane.graph.commands import register as register_graph
 from faastlane.inspector.commands import COMMANDS as INSPECT_COMMANDS
 from faastlane.inspector.commands import register as register_inspect
-from faastlane.app.project.local_aws import local_resources
+from faastlane.runtime.run_options import add_input, add_recording
 from faastlane.scaffold.commands import COMMANDS as INIT_COMMANDS
 from faastlane.scaffold.commands import register as register_init
 from faastlane.serve.commands import COMMANDS as SERVE_COMMANDS
 from faastlane.serve.commands import register as register_serve
+from faastlane.validation.problem import Problem, summary
 
 from . import __version__
 from .cli_options import (
-    add_input,
     add_planning,
     add_project,
     planning,
@@ -108,12 +108,7 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
                     "faastlane run examples/stock-trader/template.yaml")
     run.add_argument("app", metavar="APP", help=APP_HELP)
     add_input(run)
-    run.add_argument("--trace", nargs="?", const="-", metavar="FILE",
-                     help="write a per-state timeline (JSON lines) to FILE, apart from the "
-                          "functions' output (without FILE: to stderr)")
-    run.add_argument("--history", metavar="FILE",
-                     help="write the execution history to FILE: the events Step Functions "
-                          "records, in GetExecutionHistory's JSON shape")
+    add_recording(run)
     run.add_argument("--keep", metavar="DIR",
                      help="compose into DIR and keep it (default: a temporary folder)")
     run.add_argument("--create-resources", action="store_true",

@@ -1,14 +1,14 @@
-"""Command-line options shared by several commands: placement planning and the input."""
+"""Command-line options shared by several commands: placement planning and the input
+(the words a local run shares with the action's own command line are declared once, in
+``runtime.run_options``)."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from faastlane.app.project.parameters import ProjectOptions
-from faastlane.runtime.options import ISOLATION_MODES
+from faastlane.runtime import run_options
 
 from .errors import FaastlaneError
 
@@ -17,22 +17,10 @@ _PLANNING = ("isolation", "vcpus", "threads_only", "processes_only", "max_contai
 
 def add_planning(parser: argparse.ArgumentParser) -> None:
     """The options that decide where work runs (compose, run, package, deploy)."""
-    parser.add_argument("--isolation", choices=ISOLATION_MODES,
-                        help="mpk: private heaps per function; process: a process per "
-                             "function; none: threads sharing one heap (default: from "
-                             "faastlane.json, else process if any function is untrusted, "
-                             "else none)")
-    parser.add_argument("--vcpus", type=int, metavar="N",
-                        help="parallel processes at most (default: the CPUs available)")
+    run_options.add_placement(parser)
     parser.add_argument("--max-containers", type=int, metavar="M",
                         help="let parallel work wider than the vCPUs spill to copies of "
                              "the action, M containers in all (default 1: no spilling)")
-    variant = parser.add_mutually_exclusive_group()
-    variant.add_argument("--threads-only", action="store_true",
-                         help="run Parallel branches and Map iterations as threads "
-                              "(the paper's -Th variant)")
-    variant.add_argument("--processes-only", action="store_true",
-                         help="run every function in its own process (-P)")
     add_project(parser)
 
 
@@ -62,34 +50,9 @@ def project_options(args: argparse.Namespace) -> ProjectOptions:
                           getattr(args, "stack_name", None))
 
 
-def add_input(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--input", metavar="JSON", help="the execution input (default {})")
-    source.add_argument("--input-file", metavar="F",
-                        help="a file holding the input JSON ('-': standard input)")
-
-
 def read_input(args: argparse.Namespace) -> str:
     """The input text from --input or --input-file, checked to be JSON."""
-    if args.input_file == "-":
-        text, where = sys.stdin.read(), "the input on stdin"
-    elif args.input_file:
-        try:
-            with open(args.input_file, encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as exc:
-            raise FaastlaneError(f"cannot read --input-file {args.input_file}: "
-                                 f"{exc.strerror}") from None
-        where = args.input_file
-    else:
-        text = args.input if args.input is not None else "{}"
-        where = "--input"
     try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FaastlaneError(f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, "
-                             f"column {exc.colno})") from None
-    except RecursionError:  # valid JSON, but deeper than Python's parser goes
-        raise FaastlaneError(f"{where} is nested too deeply to read (arrays and objects "
-                             f"more than about {sys.getrecursionlimit()} levels deep)") from None
-    return text
+        return run_options.read_input(args)[0]
+    except run_options.BadInput as exc:
+        raise FaastlaneError(str(exc)) from None

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import random
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 SEED = 20240327
 TRADE_DATE = date(2024, 3, 27)

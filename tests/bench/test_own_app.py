@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from faastlane_bench.own_app import mpk_available
 
 pytestmark = pytest.mark.integration

@@ -6,6 +6,7 @@ import sys
 import time
 
 import pytest
+
 from faastlane_bench import procstats
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

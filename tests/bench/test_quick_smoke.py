@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from faastlane_bench.catalogue import (
     BASELINE_OPENWHISK,
     BASELINE_STEP_FUNCTIONS,

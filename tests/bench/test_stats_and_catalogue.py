@@ -4,6 +4,7 @@ import json
 import math
 
 import pytest
+
 from faastlane_bench import catalogue, stats
 from faastlane_bench.systems.step_functions import lambda_arns
 

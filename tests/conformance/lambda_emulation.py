@@ -24,10 +24,11 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 MARSHAL_ERROR = "Runtime.MarshalError"
 # The default Lambda timeout; get_remaining_time_in_millis() counts down from it.

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from deep_json import needs_json_depth, nested
 
 from .apps import chain, faastlane, task, write_app

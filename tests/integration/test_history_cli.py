@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from history_normalise import lambda_payloads_dropped, matches, normalised
 
 from .apps import chain, faastlane, task, write_app

@@ -12,9 +12,9 @@ import pytest
 
 from deploy.runtime_api import RuntimeApi
 from deploy.test_lambda_runtime import lambda_environment, start, unpack
-from faastlane.deploy.bundle import package_lambda
 from faastlane.app.project.parameters import ProjectOptions
 from faastlane.app.project.resources import generated_name
+from faastlane.deploy.bundle import package_lambda
 
 TEMPLATE = """\
 Transform: AWS::Serverless-2016-10-31

@@ -36,6 +36,10 @@ import _thread
 import json
 import os
 import struct
+
+# Imported before any function runs, as the Orchestrator imports what a function's files
+# import (library_loader.import_dependencies): the thief's `import subprocess` finds it.
+import subprocess  # noqa: E402, F401
 import sys
 import traceback
 from collections.abc import Callable
@@ -44,10 +48,6 @@ from pathlib import Path
 from typing import Any
 
 import _faastlane
-
-# Imported before any function runs, as the Orchestrator imports what a function's files
-# import (library_loader.import_dependencies): the thief's `import subprocess` finds it.
-import subprocess  # noqa: E402, F401
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "composer"))
 from faastlane.runtime.isolation import hardening, seccomp_filter  # noqa: E402
@@ -333,7 +333,6 @@ def via_child_process(s: Scene) -> bytes | None:
                 return handle.read() or None
         finally:
             os.unlink(out)
-    import subprocess
 
     return subprocess.run(args, capture_output=True, check=True).stdout
 

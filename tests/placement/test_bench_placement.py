@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 from faastlane_bench import placement
-
 from integration.apps import faastlane
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faastlane_profiler import handoff
 
 from deploy.deploy_apps import FINRA
 from deploy.deploy_servers import ActionServer
 from deploy.openwhisk_endpoint import OpenWhiskEndpoint, clean_env
 from faastlane.compose import costs
 from faastlane.runtime.parallel.policy import choose_containers, plan_handoff
+from faastlane_profiler import handoff
 from integration.apps import chain, faastlane, task, write_app
 
 from .conftest import endpoint

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faastlane_profiler import mpk, scaling
 
 from deploy.deploy_apps import FINRA
 from deploy.openwhisk_endpoint import OpenWhiskEndpoint
 from faastlane.compose import profile_cache as cache
 from faastlane.runtime import cpus
+from faastlane_profiler import mpk, scaling
 from integration.apps import faastlane
 
 from .spill_cli import AUTH

@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from deep_json import json_reads, nested
 from hypothesis import strategies as st
+
+from deep_json import json_reads, nested
 
 KEYS = ("a", "b", "c", "items")
 FUNCTIONS = ("echo", "boom")  # test_fuzz_workflows defines them

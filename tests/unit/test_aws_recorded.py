@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from faastlane.validation import validate
-from faastlane.validation.unsupported import unsupported_features
 from faastlane.runtime.asl.errors import QUERY_EVALUATION_ERROR, RUNTIME, StatesError
 from faastlane.runtime.asl.model import machine_from_asl
 from faastlane.runtime.engine.execution import Execution
 from faastlane.runtime.engine.functions import FunctionRegistry
 from faastlane.runtime.interpreter.states import run_machine
 from faastlane.runtime.options import Options
+from faastlane.validation import validate
+from faastlane.validation.unsupported import unsupported_features
 
 PREFIX = "An error occurred while executing the state '{}' (entered at the event id #{}). "
 

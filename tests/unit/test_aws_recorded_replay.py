@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from asl_acceptance import refusals
 
-from faastlane.validation.load import load_definition
 from faastlane.runtime.asl.model import machine_from_asl
 from faastlane.runtime.orchestrator import Orchestrator
+from faastlane.validation.load import load_definition
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "aws_recorded" / "executions.json.gz"
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from history_normalise import matches, normalised
 
 from faastlane.runtime.asl.errors import StatesError
 from faastlane.runtime.asl.model import machine_from_asl
@@ -27,6 +26,7 @@ from faastlane.runtime.engine.execution import Execution
 from faastlane.runtime.engine.functions import FunctionRegistry
 from faastlane.runtime.interpreter.states import run_machine
 from faastlane.runtime.options import PARALLEL_THREADS, Options
+from history_normalise import matches, normalised
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "history"
 RECORDED = sorted(path.stem for path in FIXTURES.glob("*.json"))

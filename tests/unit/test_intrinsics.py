@@ -10,8 +10,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from deep_json import json_reads, nested
 
+from deep_json import json_reads, nested
 from faastlane.runtime.asl.errors import INTRINSIC_FAILURE, StatesError
 from faastlane.runtime.asl.intrinsics import (
     IntrinsicSyntaxError,

@@ -13,8 +13,8 @@ import re
 from typing import Any
 
 import pytest
-from deep_json import chain_equal, nested
 
+from deep_json import chain_equal, nested
 from faastlane.runtime.asl.errors import QUERY_EVALUATION_ERROR, StatesError
 from faastlane.runtime.asl.jsonata import evaluate_field, is_expression, states_variable
 from faastlane.runtime.asl.model import machine_from_asl

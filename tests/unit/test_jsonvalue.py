@@ -3,8 +3,8 @@
 import decimal
 
 import pytest
-from deep_json import nested
 
+from deep_json import nested
 from faastlane.runtime.asl.jsonvalue import NotJSONSerializable, copy_event, detach
 
 

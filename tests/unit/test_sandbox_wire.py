@@ -10,8 +10,8 @@ import marshal
 import struct
 
 import pytest
-from deep_json import chain_equal, needs_json_depth, nested
 
+from deep_json import chain_equal, needs_json_depth, nested
 from faastlane.runtime.asl.jsonvalue import NotJSONSerializable
 from faastlane.runtime.sandbox import wire
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from faastlane.runtime.asl.model import machine_from_asl
-from faastlane.runtime.asl.resources import UnsupportedResource, task_target
-from faastlane.runtime.services import services_used, uses_service_integrations
 from faastlane.runtime.asl.integrations import (
     UnsupportedIntegration,
     is_integration,
     parse,
     snake_case,
 )
+from faastlane.runtime.asl.model import machine_from_asl
+from faastlane.runtime.asl.resources import UnsupportedResource, task_target
+from faastlane.runtime.services import services_used, uses_service_integrations
 
 
 @pytest.mark.parametrize("resource, service, operation, label", [

@@ -11,8 +11,8 @@ import botocore.session
 import pytest
 from botocore.response import StreamingBody
 
-from faastlane.runtime.services import responses, shapes
 from faastlane.runtime.asl.integrations import parse
+from faastlane.runtime.services import responses, shapes
 from faastlane.runtime.services.clients import operation_model
 from faastlane.runtime.services.executions import StateMachines
 
@@ -65,7 +65,7 @@ def test_sdk_responses_are_pascal_cased_with_text_timestamps(session: Any) -> No
     model = _model(session, "stepfunctions", "describe_execution")
     raw = {"executionArn": "arn", "status": "SUCCEEDED", "inputDetails": {"included": True},
            "startDate": datetime.datetime(2026, 1, 2, 3, 4, 5,
-                                          tzinfo=datetime.timezone.utc)}
+                                          tzinfo=datetime.UTC)}
     assert shapes.response(raw, model.output_shape) == {
         "ExecutionArn": "arn", "Status": "SUCCEEDED", "InputDetails": {"Included": True},
         "StartDate": "2026-01-02T03:04:05Z"}

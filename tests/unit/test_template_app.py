@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from faastlane.compose.action import check_app
-from faastlane.app.sources import load_app
 from faastlane.app.project.parameters import ProjectOptions
+from faastlane.app.sources import load_app
+from faastlane.compose.action import check_app
 
 HANDLER = "def handler(event, context):\n    return event\n"
 

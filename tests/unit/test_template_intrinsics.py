@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from faastlane.errors import AppError
 from faastlane.app.project.intrinsics import Resolver
 from faastlane.app.project.parameters import ProjectOptions, parse_overrides
 from faastlane.app.project.resources import generated_name
 from faastlane.app.project.template import Project, read_template
+from faastlane.errors import AppError
 
 HEAD = """\
 Transform: AWS::Serverless-2016-10-31

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from faastlane.errors import FaastlaneError
 from faastlane.app.project.local_aws import configured_endpoint, is_loopback
 from faastlane.app.project.parameters import parse_overrides
+from faastlane.errors import FaastlaneError
 
 
 @pytest.mark.parametrize("url, loopback", [

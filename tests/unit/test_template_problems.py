@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from faastlane.validation.problem import Problem
-from faastlane.compose.action import check_app
 from faastlane.app.folder import App
-from faastlane.app.sources import load_app
-from faastlane.errors import AppError
 from faastlane.app.project.parameters import ProjectOptions
+from faastlane.app.sources import load_app
+from faastlane.compose.action import check_app
+from faastlane.errors import AppError
+from faastlane.validation.problem import Problem
 
 MACHINE = """\
   Machine:

@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from faastlane.compose.action import check_app
 from faastlane.app.sources import load_app
+from faastlane.compose.action import check_app
 from faastlane.errors import FaastlaneError
 
 INTRINSICS = ["Ref", "Fn::GetAtt", "Fn::Sub", "Fn::Join", "Fn::Select", "Fn::Split",

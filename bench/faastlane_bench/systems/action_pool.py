@@ -28,8 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
-from faastlane.app_source import load
 from faastlane.app.folder import FUNCTIONS_DIR
+from faastlane.app_source import load
 from faastlane.runtime.engine.functions import FunctionSpec
 
 from .function_action import SPEC_FILE

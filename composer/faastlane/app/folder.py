@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from faastlane.validation.problem import Problem, child, did_you_mean, nearest_line
 from faastlane.errors import AppError
 from faastlane.runtime.engine.functions import LAMBDA, OPENWHISK, FunctionSpec
+from faastlane.validation.problem import Problem, child, did_you_mean, nearest_line
 
 from .relative_opens import relative_opens
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 import os
 
-from faastlane.validation.problem import Problem
 from faastlane.runtime.engine.functions import FunctionSpec
+from faastlane.validation.problem import Problem
 
 _OPENERS = {("open",), ("io", "open"), ("codecs", "open"), ("Path",), ("pathlib", "Path"),
             ("os", "listdir"), ("os", "scandir")}

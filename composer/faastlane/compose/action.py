@@ -28,24 +28,24 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from faastlane.app.folder import FUNCTIONS_DIR, WORKFLOW_FILE, App
+from faastlane.app.project.functions import IGNORED_IN_CODE
+from faastlane.app.project.parameters import ProjectOptions
+from faastlane.app.sources import load_app
+from faastlane.errors import FaastlaneError, InvalidWorkflow
+from faastlane.inspector.errors import InspectionFailed
+from faastlane.inspector.shipment import app_waivers, inspect_shipment
+from faastlane.runtime.asl.model import JSONATA, Machine, machine_from_asl, walk_states
+from faastlane.runtime.options import Options
+from faastlane.runtime.services.executions import STATE_MACHINES_FILE
 from faastlane.validation.load import load_definition
 from faastlane.validation.problem import Problem, sort_key
 from faastlane.validation.unsupported import unsupported_features
 from faastlane.validation.validate import validate
-from faastlane.errors import FaastlaneError, InvalidWorkflow
-from faastlane.inspector.errors import InspectionFailed
-from faastlane.inspector.shipment import app_waivers, inspect_shipment
-from faastlane.app.project.functions import IGNORED_IN_CODE
-from faastlane.app.project.parameters import ProjectOptions
-from faastlane.runtime.asl.model import JSONATA, Machine, machine_from_asl, walk_states
-from faastlane.runtime.options import Options
-from faastlane.runtime.services.executions import STATE_MACHINES_FILE
 
 from . import output
-from faastlane.app.folder import FUNCTIONS_DIR, WORKFLOW_FILE, App
 from .codegen import render
 from .plan import choose_isolation, make_options, make_plan
-from faastlane.app.sources import load_app
 
 RUNTIME_PACKAGE = "faastlane_runtime"
 # The JSONata engine an action that uses JSONata carries (import name, distribution).

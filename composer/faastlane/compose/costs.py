@@ -15,11 +15,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from faastlane.runtime.parallel.policy import DEFAULT_INVOKE_MS, DEFAULT_TRANSFER_MS_PER_MB
+
 from . import profile_cache as cache
 
-# Defaults when nothing was profiled (see docs/placement.md for where they come from).
-DEFAULTS = {"fork_ms": 1.5, "pipe_ms_per_mb": 10.0, "invoke_ms": 40.0,
-            "transfer_ms_per_mb": 20.0}
+# Defaults when nothing was profiled (see docs/placement.md for where they come from); the
+# invocation figures are the runtime's own, which it uses when a plan carries none.
+DEFAULTS = {"fork_ms": 1.5, "pipe_ms_per_mb": 10.0, "invoke_ms": DEFAULT_INVOKE_MS,
+            "transfer_ms_per_mb": DEFAULT_TRANSFER_MS_PER_MB}
 _FORK = ("fork_ms", "pipe_ms_per_mb")
 _INVOKE = ("invoke_ms", "transfer_ms_per_mb")
 PLATFORMS = ("openwhisk", "lambda")

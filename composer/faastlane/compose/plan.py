@@ -30,6 +30,7 @@ import math
 from dataclasses import asdict
 from typing import Any
 
+from faastlane.app.folder import App
 from faastlane.errors import FaastlaneError, IsolationUnavailable
 from faastlane.runtime.asl.model import (
     ORCHESTRATOR,
@@ -55,7 +56,6 @@ from faastlane.runtime.options import (
 from faastlane.runtime.parallel.invokers import LAMBDA_PAYLOAD_LIMIT, OPENWHISK_PAYLOAD_LIMIT
 from faastlane.runtime.parallel.spill import state_keys
 
-from faastlane.app.folder import App
 from .costs import HandoffCosts
 from .costs import load as load_costs
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from faastlane.cache import cache_root
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from faastlane import progress
-from faastlane.cli_options import planning, project_options, read_input
 from faastlane.app.sources import load_app
+from faastlane.cli_options import planning, project_options, read_input
 
 from . import bundle, image_bundle
 from .aws_lambda import LambdaClient

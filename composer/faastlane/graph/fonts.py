@@ -4,7 +4,7 @@ font of about the same widths; ``SLACK`` leaves room for the difference."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from PIL import ImageFont
 
@@ -12,7 +12,7 @@ SLACK = 1.08
 LEADING = 4  # pixels between lines
 
 
-@lru_cache(maxsize=None)
+@cache
 def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 

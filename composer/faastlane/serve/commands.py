@@ -10,12 +10,12 @@ import sys
 import tempfile
 from collections.abc import Callable
 
+from faastlane.app.project.local_aws import local_resources
 from faastlane.app_source import load
 from faastlane.cli_options import planning, project_options
 from faastlane.compose.action import write_action
 from faastlane.errors import FaastlaneError
 from faastlane.local_action import scratch_parent
-from faastlane.app.project.local_aws import local_resources
 
 from .endpoint import LocalEndpoint
 from .openwhisk_api import PREFIX

@@ -9,7 +9,7 @@ botocore is installed (it ships with boto3): the service and its action must exi
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from faastlane.runtime.asl.integrations import (
@@ -32,7 +32,7 @@ def _botocore_session() -> Any:
     return botocore.session.get_session()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _operations(service: str) -> frozenset[str] | None:
     """The snake_case actions of a boto3 service, None if botocore knows no such one."""
     session = _botocore_session()

@@ -25,8 +25,8 @@ from dataclasses import replace
 from typing import Any
 
 from faastlane.runtime.asl.choice import parse_timestamp
-from faastlane.runtime.asl.resources import LAMBDA_INVOKE, UnsupportedResource, task_target
 from faastlane.runtime.asl.integrations import is_integration
+from faastlane.runtime.asl.resources import LAMBDA_INVOKE, UnsupportedResource, task_target
 
 from . import fields as F
 from . import jsonata_syntax as jsonata

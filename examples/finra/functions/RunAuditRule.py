@@ -9,8 +9,9 @@ independent invocations of this handler, as in the Faastlane paper's FINRA workf
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 Violation = dict[str, Any]
 SALES = ("SELL", "SELL_SHORT")

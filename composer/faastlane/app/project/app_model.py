@@ -15,8 +15,6 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from faastlane.validation.problem import Problem
-from faastlane.validation.validate import validate
 from faastlane.app.folder import (
     FUNCTIONS_DIR,
     SETTINGS_FILE,
@@ -27,6 +25,8 @@ from faastlane.app.folder import (
 )
 from faastlane.app.relative_opens import relative_opens
 from faastlane.runtime.engine.functions import LAMBDA, FunctionSpec
+from faastlane.validation.problem import Problem
+from faastlane.validation.validate import validate
 
 from .functions import TemplateFunction
 from .parameters import ProjectOptions

@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from faastlane.validation.problem import Problem
 from faastlane.app.folder import function_setting_problem, handler_problem
+from faastlane.validation.problem import Problem
 
 from .intrinsics import Resolver, Unresolved
 from .resources import Resource

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from faastlane.validation.problem import Problem, child, did_you_mean
 from faastlane.errors import AppError
+from faastlane.validation.problem import Problem, child, did_you_mean
 
 from . import documents
 from .documents import Document, DocumentError

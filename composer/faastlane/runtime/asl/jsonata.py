@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 import random
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from . import intrinsics
 from .errors import QUERY_EVALUATION_ERROR, StatesError

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import itertools
 import os
 import threading
 import time
@@ -85,7 +84,7 @@ class Execution:
         self.sections = sections  # None: every section forks (or runs on threads)
         self.name = execution_name or str(uuid.uuid4())
         self.timeout_seconds = timeout_seconds
-        self._events = itertools.count(2)  # 1 is ExecutionStarted
+        self._next_event = 2  # 1 is ExecutionStarted
         self._first_id = 2  # this (sub-)machine run's first id: used_ids()
         self.source = 0  # the previousEventId of this run's next event (history.py)
         self.events: list[dict[str, Any]] | None = [] if history.enabled else None
@@ -122,8 +121,7 @@ class Execution:
         alone (``history.merge`` lays the branches out when they end)."""
         branch = copy.copy(self)
         branch.variables = self.variables.inner()
-        branch._first_id = self.next_id()
-        branch._events = itertools.count(branch._first_id)
+        branch.number_events_from(self.next_id())
         branch.events = None if self.events is None else []
         branch.owner_pid = os.getpid()
         branch.assigned = None
@@ -133,21 +131,30 @@ class Execution:
     # ------------------------------------------------------------------ history events
 
     def next_id(self) -> int:
-        """The id the next history event gets (``count(7)`` -> 7)."""
-        text = repr(self._events)
-        return int(text[6:-1])
+        """The id the next history event gets."""
+        return self._next_event
+
+    def number_events_from(self, first: int) -> None:
+        """This run's events are numbered from ``first`` (a branch, or a job in a pool
+        worker: ids continue from where the section's start left them)."""
+        self._next_event = self._first_id = first
 
     def used_ids(self) -> int:
-        return self.next_id() - self._first_id
+        return self._next_event - self._first_id
 
     def skip_ids(self, count: int) -> None:
-        self._events = itertools.count(self.next_id() + count)
+        self._next_event += count
+
+    def _take_id(self) -> int:
+        event_id = self._next_event
+        self._next_event += 1
+        return event_id
 
     def emit(self, kind: str, details: dict[str, Any] | None = None,
              link: bool = True) -> int:
         """Number one history event (and record it, when the history is on): its id.
         ``details`` is built by callers only when ``self.events`` is not None."""
-        event_id = next(self._events)
+        event_id = self._take_id()
         if self.events is not None:
             event = {"timestamp": history.timestamp(), "type": kind, "id": event_id,
                      "previousEventId": self.source}
@@ -164,7 +171,7 @@ class Execution:
         before = self.source
         self.state = state
         if self.events is None:  # only numbered: the common case, kept short
-            event_id = self.source = next(self._events)
+            event_id = self.source = self._take_id()
         else:
             event_id = self.emit(f"{type(state).__name__}StateEntered", {
                 "stateEnteredEventDetails": {"name": state.name, "input": history.data(data),
@@ -174,7 +181,7 @@ class Execution:
 
     def exit_state(self, state: Any, output: Any) -> None:
         if self.events is None:
-            self.source = next(self._events)
+            self.source = self._take_id()
             return
         kind = f"{type(state).__name__}StateExited"
         details = {"name": state.name, "output": history.data(output),

@@ -34,7 +34,6 @@ the worker's threads (the -Th placement): every vCPU already has a worker.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import selectors
@@ -108,13 +107,6 @@ def marked_functions(plan_file: str, marks: tuple[str, ...]) -> frozenset[str]:
 def untrusted_functions(plan_file: str) -> frozenset[str]:
     """The functions plan.json (from faastlane.json) marks untrusted."""
     return marked_functions(plan_file, ("untrusted",))
-
-
-def _event_counter(execution: Execution) -> int:
-    """Where the execution's history event ids stand (``count(7)`` -> 7), so that error
-    causes cite the same event ids as in a fork that inherited the counter."""
-    text = repr(getattr(execution, "_events", None))
-    return int(text[6:-1]) if text.startswith("count(") and text[6:-1].isdigit() else 2
 
 
 class ForkPool:
@@ -294,10 +286,10 @@ class ForkPool:
         execution.context_base = ctx["context"]
         execution.timeout_seconds = ctx["timeout"]
         execution.deadline = ctx["deadline"]
-        execution._events = itertools.count(ctx["events"])  # noqa: SLF001
         # Its history events are numbered from the section's start and sent back
-        # (history.finish_job: this is never the process that merges them).
-        execution._first_id = ctx["events"]  # noqa: SLF001
+        # (history.finish_job: this is never the process that merges them), so that
+        # error causes cite the same event ids as in a fork that inherited the counter.
+        execution.number_events_from(ctx["events"])
         execution.source = ctx.get("source", 0)
         execution.events = [] if history.enabled else None
         execution.owner_pid = 0
@@ -370,7 +362,7 @@ class _Section:
         view = dict(branch.variables.view)
         ctx = {"name": execution.name, "context": execution.context_base,
                "timeout": execution.timeout_seconds, "deadline": execution.deadline,
-               "events": _event_counter(execution), "source": execution.source,
+               "events": execution.next_id(), "source": execution.source,
                "options": asdict(execution.options),
                "variables": view,
                "variables_bytes": sum(encoded_size(v) for v in view.values()),

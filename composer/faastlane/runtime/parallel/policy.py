@@ -19,7 +19,8 @@ ALWAYS = "always"
 # The plan written beside this package by `faastlane compose` (absent when run from source).
 PLAN_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "plan.json")
-DEFAULT_INVOKE_MS, DEFAULT_TRANSFER_MS_PER_MB = 40.0, 20.0  # profiler/costs.py's defaults
+# An invocation's cost when the plan carries no profiled figure (compose.costs' defaults).
+DEFAULT_INVOKE_MS, DEFAULT_TRANSFER_MS_PER_MB = 40.0, 20.0
 _ROUND_MS: dict[str, float] = {}  # plan key -> ms one round of its jobs took here
 _INVOKE_MS: dict[str, float] = {}  # plan key -> ms a remote group cost beyond its rounds
 _HANDOFF: dict[str, dict[str, Any]] | None = None

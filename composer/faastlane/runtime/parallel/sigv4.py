@@ -13,9 +13,9 @@ import hashlib
 import hmac
 import os
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Mapping
+from datetime import UTC, datetime
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 UNSIGNED_QUERY_SAFE = "-_.~"
@@ -59,7 +59,7 @@ def sign(method: str, url: str, headers: Mapping[str, str], body: bytes, service
          ) -> dict[str, str]:
     """``headers`` plus ``Host``, ``X-Amz-Date``, the payload hash and ``Authorization``."""
     parts = urllib.parse.urlsplit(url)
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     payload_hash = hashlib.sha256(body).hexdigest()
     signed = {k.lower(): " ".join(str(v).split()) for k, v in headers.items()}
     signed["host"] = parts.netloc

@@ -18,7 +18,8 @@ import json
 import os
 import sys
 import traceback
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 ACTION_MODULE = "__faastlane_action__"
 

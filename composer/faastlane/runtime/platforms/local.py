@@ -18,8 +18,9 @@ from typing import Any
 from ..asl.errors import error_object
 from ..engine import fault_reports, functions, history, trace
 from ..isolation import domains
-from ..options import ISOLATION_MODES, MPK, PARALLEL_PROCESSES, PARALLEL_THREADS
+from ..options import MPK, PARALLEL_PROCESSES, PARALLEL_THREADS
 from ..orchestrator import SUCCEEDED, Orchestrator, Result, load_options
+from ..run_options import BadInput, add_input, add_placement, add_recording, read_input
 from . import labelled_output, shutdown
 
 # This file is faastlane_runtime/platforms/local.py inside the action folder.
@@ -28,22 +29,9 @@ ACTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="Run this composed Faastlane workflow locally.")
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--input", help="the execution input, as JSON (default {})")
-    source.add_argument("--input-file", help="a file holding the execution input")
-    parser.add_argument("--isolation", choices=ISOLATION_MODES)
-    parser.add_argument("--vcpus", type=int, help="parallel processes at most")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--threads-only", action="store_true",
-                      help="run parallel branches as threads (the paper's -Th variant)")
-    mode.add_argument("--processes-only", action="store_true",
-                      help="run every function in its own process (the -P variant)")
-    parser.add_argument("--trace", nargs="?", const="-", metavar="FILE",
-                        help="write a per-state timeline (JSON lines) to FILE (default: "
-                             "standard error)")
-    parser.add_argument("--history", metavar="FILE",
-                        help="write the execution history (GetExecutionHistory's JSON) "
-                             "to FILE")
+    add_input(parser)
+    add_placement(parser)
+    add_recording(parser)
     parser.add_argument("--source-root", metavar="APP",
                         help="the app folder this action was composed from: stack traces "
                              "name its files (faastlane run passes it)")
@@ -52,25 +40,6 @@ def _parser() -> argparse.ArgumentParser:
                         help="a function folder of the action and the folder it was copied "
                              "from (a template's CodeUri): stack traces name its files")
     return parser
-
-
-def read_input(args: argparse.Namespace) -> Any:
-    """The execution input from --input or --input-file; exits 2 with one line if bad."""
-    try:
-        if args.input_file:
-            with open(args.input_file, encoding="utf-8") as handle:
-                text = handle.read()
-            where = args.input_file
-        else:
-            text = args.input if args.input is not None else "{}"
-            where = "--input"
-        value = json.loads(text)
-        args.input_text = text  # as given: the history's ExecutionStarted keeps it
-        return value
-    except OSError as exc:
-        _die(f"cannot read the input file: {exc.strerror}: {args.input_file}")
-    except json.JSONDecodeError as exc:
-        _die(f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
 
 
 def _die(message: str) -> None:
@@ -87,7 +56,10 @@ def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int
     if args.source_root:
         functions.show_sources_from(args.source_root, dict(
             item.split("=", 1) for item in args.source_folder if "=" in item))
-    execution_input = read_input(args)
+    try:
+        args.input_text, execution_input = read_input(args)
+    except BadInput as exc:
+        _die(str(exc))
     if args.trace not in (None, "-"):
         args.trace = os.path.abspath(args.trace)
     if args.history:

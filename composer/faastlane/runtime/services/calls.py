@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import queue
 import threading
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from ..asl.errors import RUNTIME, StatesError
+from ..asl.integrations import Integration, parse
 from ..asl.model import Machine, Task, walk_states
 from ..engine import handoff_scope, trace
 from ..engine.execution import Execution, timeout_error
 from . import clients, failures, responses, shapes
-from ..asl.integrations import Integration, parse
 from .executions import RunMachine, start_execution
 
 PLACEMENT = "orchestrator"  # where a service call runs, in plan.json and the trace
 
 
-@lru_cache(maxsize=None)
+@cache
 def integration_of(resource: str) -> Integration:
     """The (validated) integration a Task's Resource names."""
     return parse(resource)

@@ -32,11 +32,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..asl.errors import TASK_FAILED, StatesError
+from ..asl.integrations import SYNC2, Integration
 from ..asl.jsonvalue import compact_json
 from ..asl.model import Machine, machine_from_asl
 from ..engine.execution import Execution, ExecutionTimedOut
 from ..engine.lambda_context import ACCOUNT, REGION
-from ..asl.integrations import SYNC2, Integration
 from .responses import sdk_metadata
 
 STATE_MACHINES_FILE = "state_machines.json"

@@ -23,8 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..asl.errors import StatesError
-from ..asl.jsonvalue import compact_json
 from ..asl.integrations import Integration
+from ..asl.jsonvalue import compact_json
 
 # Optimised integration -> (error prefix, service name in causes).
 _OPTIMISED = {

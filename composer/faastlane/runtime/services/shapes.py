@@ -90,8 +90,8 @@ def timestamp(value: datetime.datetime, epoch_millis: bool) -> int | str:
     """An instant as the Java SDKs behind Step Functions write it: v1 (optimised
     integrations) as epoch milliseconds, v2 (aws-sdk) as ISO-8601 text in UTC."""
     if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.timezone.utc)
+        value = value.replace(tzinfo=datetime.UTC)
     if epoch_millis:
         return int(value.timestamp() * 1000)
-    text = value.astimezone(datetime.timezone.utc).isoformat()
+    text = value.astimezone(datetime.UTC).isoformat()
     return text.replace("+00:00", "Z")
