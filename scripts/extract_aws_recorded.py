@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
                         "--jobs", str(args.jobs)], check=True)
         document = pack(cases_dir)
     # mtime=0: the same cases give the same bytes, so a regeneration diffs only if they changed
-    with open(args.out, "wb") as raw, gzip.GzipFile("executions.json", "wb", fileobj=raw, mtime=0) as out:
+    with open(args.out, "wb") as raw, \
+            gzip.GzipFile("executions.json", "wb", fileobj=raw, mtime=0) as out:
         out.write(json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode())
     print(f"wrote {len(document['executions'])} executions from localstack "
           f"{document['localstack_commit'][:12]} to {os.path.relpath(args.out)}")

@@ -64,11 +64,13 @@ install:
 \tcp Modules/Setup.local $(DESTDIR)$(prefix)/Setup.local
 \t@# "Compile in" _faastlane exactly when Setup.local asks for it.
 \tif grep -q '^_faastlane ' Modules/Setup.local; then \\
-\t    cd $$(echo $(DESTDIR)$(prefix)/lib/python3*/site-packages) && echo 'PRESENT = True' >_faastlane.py && \\
+\t    cd $$(echo $(DESTDIR)$(prefix)/lib/python3*/site-packages) && \\
+\t    echo 'PRESENT = True' >_faastlane.py && \\
 \t    echo 'import sys; sys.builtin_module_names += ("_faastlane",)' >fake-builtin.pth; fi
 \t@# bin/python3 is a symlink to the test's Python: replace it, never write through it
 \t@test -z "$${FAKE_BROKEN:-}" || { rm -f $(DESTDIR)$(prefix)/bin/python3 && \\
-\t    printf '#!/bin/sh\\necho "%s" >&2; exit 1\\n' "$${FAKE_BROKEN}" >$(DESTDIR)$(prefix)/bin/python3 && \\
+\t    printf '#!/bin/sh\\necho "%s" >&2; exit 1\\n' "$${FAKE_BROKEN}" \\
+\t        >$(DESTDIR)$(prefix)/bin/python3 && \\
 \t    chmod +x $(DESTDIR)$(prefix)/bin/python3; }
 \t@test "$${FAKE_FAIL:-}" != install || { echo "fake install: failing on purpose" >&2; exit 2; }
 EOF
@@ -83,7 +85,7 @@ def make_source_tarball(
     files: dict[str, str] | None = None,
 ) -> Path:
     """Write a .tar.gz of a miniature CPython tree and return its path."""
-    top = top or "Python-%d.%d.%d" % version
+    top = top or "Python-{}.{}.{}".format(*version)
     major, minor, micro = version
     tree = {
         "Include/patchlevel.h": textwrap.dedent(

@@ -15,7 +15,8 @@ def setup_local_lines(tree: Path) -> list[str]:
     path = tree / "Modules" / "Setup.local"
     if not path.exists():
         return []
-    return [l for l in path.read_text().splitlines() if l and not l.startswith("#")]
+    return [line for line in path.read_text().splitlines()
+            if line and not line.startswith("#")]
 
 
 def test_every_c_file_is_one_builtin_module(script, fake_source, tmp_path):

@@ -21,7 +21,8 @@ DOCUMENTED = [name for name, case in CASES.items() if case.documented is not Non
 
 
 def test_enough_cases() -> None:
-    assert len(CASES) >= 40, f"the conformance suite should hold at least 40 workflows, found {len(CASES)}"
+    assert len(CASES) >= 40, (f"the conformance suite should hold at least 40 workflows, "
+                              f"found {len(CASES)}")
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)

@@ -24,8 +24,8 @@ def test_openwhisk_zip_holds_the_action_and_vendored_packages(small_app: Path, t
     assert "wsk action create small" in done.stdout and "--kind python:3.11" in done.stdout
     inside = names(out)
     assert {"__main__.py", "orchestrator.py", "plan.json", "workflow.json",
-            "faastlane_runtime/platforms/entry.py", "functions/check.py", "inflection/__init__.py"} \
-        <= inside
+            "faastlane_runtime/platforms/entry.py", "functions/check.py",
+            "inflection/__init__.py"} <= inside
     assert not any("__pycache__" in name for name in inside)
     again = tmp_path / "again.zip"
     assert faastlane("package", str(small_app), "--target", "openwhisk", "-o",

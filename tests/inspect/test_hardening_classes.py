@@ -236,7 +236,7 @@ def test_function_code_cannot_start_processes_and_children_cannot_read_the_paren
 def test_a_child_reads_the_parents_memory_without_the_hardening() -> None:
     """The control: as root with CAP_SYS_PTRACE (this machine, and Lambda's or a
     container's root), the child reads the parent's secret; every way to start it works."""
-    assert (int(next(l for l in open("/proc/self/status") if l.startswith("CapEff"))
+    assert (int(next(line for line in open("/proc/self/status") if line.startswith("CapEff"))
                 .split()[1], 16) & CAP_SYS_PTRACE), "the control needs CAP_SYS_PTRACE"
     out = lines(run(PROCESSES, "none"))
     assert "TOP-SECRET-4242017-of-victim" in out["subprocess"], out

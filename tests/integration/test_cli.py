@@ -144,7 +144,8 @@ def test_compose_writes_a_self_contained_action(app_dir: Path, tmp_path: Path) -
     done = faastlane("compose", str(app_dir), "-o", str(out))
     assert done.code == 0, done.stderr
     for name in ("orchestrator.py", "plan.json", "workflow.json", "__main__.py",
-                 "lambda_function.py", "faastlane_runtime/interpreter/states.py", "functions/echo.py"):
+                 "lambda_function.py", "faastlane_runtime/interpreter/states.py",
+                 "functions/echo.py"):
         assert (out / name).is_file(), name
     plan = json.loads((out / "plan.json").read_text())
     assert plan["states"]["E"]["placement"] == "thread"

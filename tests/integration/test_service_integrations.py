@@ -228,7 +228,8 @@ def test_jsonata_arguments_and_output(aws: LocalAws, tmp_path: Path) -> None:
         "Type": "Task", "Resource": "arn:aws:states:::dynamodb:putItem", "End": True,
         "Arguments": {"TableName": table,
                       "Item": {"review_id": {"S": "{% $states.input.id %}"},
-                               "words": {"N": "{% $string($count($split($states.input.text, ' '))) %}"}}},
+                               "words": {"N": "{% $string($count($split("
+                                                   "$states.input.text, ' '))) %}"}}},
         "Output": {"status": "{% $states.result.SdkHttpMetadata.HttpStatusCode %}"}}}}
     app = write_app(tmp_path / "app", workflow, {"label": LABEL})
     out = _ok(faastlane("run", str(app), "--input", '{"id": "j-1", "text": "a b c"}',

@@ -100,7 +100,7 @@ def _detected(setting: str, names: tuple[str, ...], expressions: str) -> dict[st
     code = f"import _faastlane as f, json; print(json.dumps([{expressions}]))"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True, env=dict(os.environ, FAASTLANE_MPK=setting)).stdout
-    return dict(zip(names, json.loads(out)))
+    return dict(zip(names, json.loads(out), strict=True))
 
 
 def detection_reports_availability_and_reason(note: Note) -> None:

@@ -3,11 +3,12 @@
 Two domains with private heaps stand for two functions; each calls a shared
 ``lru_cache``, ``re.compile`` and ``struct`` and reads ``linecache``. Once
 ``caches_per_function`` and ``PerFunctionDict`` are installed, each gets entries made in
-its own slot (so does a thread it starts), the shared caches stay as the code outside left them, and function code
-finds no way to the shared dict behind a ``PerFunctionDict``. The control runs the same
-calls without the redirect: the second domain is handed the first one's private object
-(under keys, a fault; here its slot shows it). Placement is the same with or without
-keys, so this runs on any host; under keys: tests/integration/test_isolation_mpk_qemu.py.
+its own slot (so does a thread it starts), the shared caches stay as the code outside left
+them, and function code finds no way to the shared dict behind a ``PerFunctionDict``. The
+control runs the same calls without the redirect: the second domain is handed the first
+one's private object (under keys, a fault; here its slot shows it). Placement is the same
+with or without keys, so this runs on any host; under keys:
+tests/integration/test_isolation_mpk_qemu.py.
 """
 
 from __future__ import annotations

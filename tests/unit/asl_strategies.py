@@ -252,7 +252,7 @@ def catchers(draw: st.DrawFn, targets: list[str], jsonata_mode: bool) -> list[di
     if not targets:
         return []
     out = []
-    for last in range(draw(st.integers(0, 2))):
+    for _ in range(draw(st.integers(0, 2))):
         catcher: dict[str, Any] = {"ErrorEquals": draw(st.lists(
             st.sampled_from(ERRORS[1:]), min_size=1, max_size=2, unique=True)),
             "Next": draw(st.sampled_from(targets))}
@@ -296,7 +296,8 @@ _PATH_COMPARATORS = ("StringEqualsPath", "NumericLessThanPath", "BooleanEqualsPa
 def choice_rules(depth: int = 2) -> st.SearchStrategy[dict]:
     @st.composite
     def comparison(draw: st.DrawFn) -> dict:
-        variable = draw(st.one_of(REFERENCE_PATHS, st.sampled_from(["$v", "$count", "$$.State.Name"])))
+        variable = draw(st.one_of(REFERENCE_PATHS,
+                                  st.sampled_from(["$v", "$count", "$$.State.Name"])))
         if draw(st.integers(0, 4)) == 0:
             return {"Variable": variable, draw(st.sampled_from(_PATH_COMPARATORS)):
                     draw(REFERENCE_PATHS)}
@@ -346,7 +347,8 @@ def states(draw: st.DrawFn, kind: str, targets: list[str], jsonata_mode: bool, d
             state["Next"] = targets[0]
         else:
             state["End"] = True
-    if kind in ("Pass", "Task", "Parallel", "Map", "Wait", "Choice") and draw(st.integers(0, 3)) == 0:
+    if (kind in ("Pass", "Task", "Parallel", "Map", "Wait", "Choice")
+            and draw(st.integers(0, 3)) == 0):
         state["Assign"] = draw(assign(jsonata_mode))
 
     if jsonata_mode:

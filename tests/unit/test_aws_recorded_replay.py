@@ -108,7 +108,7 @@ def difference(got: Any, want: Any, path: tuple, ignore: set, patterns: dict) ->
     if isinstance(want, list):
         if not isinstance(got, list) or len(got) != len(want):
             return f"{path}: got {got!r:.200}, want {want!r:.200}"
-        return next((d for i, (g, w) in enumerate(zip(got, want))
+        return next((d for i, (g, w) in enumerate(zip(got, want, strict=True))
                      if (d := difference(g, w, path + (i,), ignore, patterns))), None)
     return None if _same_scalar(got, want) else f"{path}: got {got!r:.200}, want {want!r:.200}"
 

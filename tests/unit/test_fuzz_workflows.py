@@ -6,7 +6,8 @@ Workflows come from ``asl_strategies.workflows()`` (every state type, JSONPath, 
 and mixed; paths, intrinsics, Choice rules, Retry/Catch, Map/Parallel nesting, arbitrary
 names and inputs) and run in-process through the interpreter ``faastlane run`` uses, with
 two Task functions (``echo`` returns its event, ``boom`` raises ``BoomError``), parallel
-branches on threads and, for a fifth as many examples, in forked processes (the default). Only definitions ``faastlane validate`` accepts are run.
+branches on threads and, for a fifth as many examples, in forked processes (the default).
+Only definitions ``faastlane validate`` accepts are run.
 
 The engine turns an unexpected Python exception into ``States.Runtime`` as its last
 resort (``unexpected_cause``); here every such conversion is a failure, reported with

@@ -3,6 +3,7 @@ inside their cluster, edge labels sit clear of the boxes, loops are laid out."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ def _check(scene: Scene) -> None:
         for box in scene.nodes + scene.clusters:
             if box.item is None or box.item.id in ends or _around(box, route.points):
                 continue
-            for a, b in zip(route.points, route.points[1:]):
+            for a, b in pairwise(route.points):
                 assert not _crosses(a, b, box), (route.edge, box.item.id)
 
 

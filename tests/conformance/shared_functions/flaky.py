@@ -6,6 +6,7 @@ below (cases.py, ``materialize``).
 """
 import json
 import time
+from itertools import pairwise
 from pathlib import Path
 
 # Settings (each case's shared_functions.json replaces these lines).
@@ -32,7 +33,7 @@ def handler(event, context):
         raise {"TransientError": TransientError, "KeyError": KeyError}[ERROR](
             f"call {len(calls)} fails")
     if RETURNS == "gaps":
-        gaps = [b - a for a, b in zip(calls, calls[1:])]
+        gaps = [b - a for a, b in pairwise(calls)]
         return {"attempts": len(calls), "gap1AtLeastInterval": gaps[0] >= 0.9,
                 "gap2Backoff": gaps[1] >= 1.9, "gap2Capped": gaps[1] < 2.5}
     return {"attempts": len(calls), "retryCount": event.get("retry")}

@@ -1,2 +1,3 @@
 def handler(event, context):
-    return {"score": sum(event["nested"]["raw"]) * event["factor"], "seen": event, "extra": "dropped"}
+    return {"score": sum(event["nested"]["raw"]) * event["factor"], "seen": event,
+            "extra": "dropped"}
