@@ -1,6 +1,6 @@
 """Where the commands that work on a composed app (graph, serve) get it: the one seam for
 what APP may name (an app folder or a SAM / CloudFormation template, with the template
-options in ``planning``; ``compose.sources.load_app`` reads it)."""
+options in ``planning``; ``app.sources.load_app`` reads it)."""
 
 from __future__ import annotations
 

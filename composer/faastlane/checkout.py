@@ -27,7 +27,7 @@ def checkout_root() -> str | None:
     root = os.path.dirname(composer)
     if os.path.basename(composer) == "composer" and all(
             os.path.exists(os.path.join(root, marker))
-            for marker in ("setup.py", os.path.join("cpython-mpk", "Makefile"))):
+            for marker in ("pyproject.toml", os.path.join("cpython-mpk", "Makefile"))):
         return root
     return None
 

@@ -33,8 +33,8 @@ from faastlane.inspector.gate import SHIPPED_SOURCES, compile_gate
 
 REPO = Path(__file__).resolve().parents[2]
 MODULES = REPO / "cpython-mpk" / "Modules"
-SHIPPED = REPO / "composer" / "faastlane" / "inspect" / "gate_source"
-# What a wheel is built from (setup.py's package_dir): nothing else of the checkout.
+SHIPPED = REPO / "composer" / "faastlane" / "inspector" / "gate_source"
+# What a wheel is built from (pyproject.toml's source roots): nothing else of the checkout.
 SOURCE_TREE = ("setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in", "README.md",
                "composer", "profiler", "bench")
 COMMANDS = {"validate", "compose", "run", "package", "deploy", "invoke", "inspect", "profile",

@@ -97,7 +97,7 @@ def run_probes_in_qemu(runtime: str, probes: Path) -> ProbeRun:
 def runtime_with_packages(runtime: str, modules: tuple[str, ...] = ("numpy", "PIL")) -> str:
     """An interpreter of ``runtime`` that also imports ``modules``: the one running
     pytest when it is the runtime's test venv (``make test``), else the checkout's
-    ``.venv-mpk``.  numpy and Pillow come from the project's extras (setup.py); a
+    ``.venv-mpk``.  numpy and Pillow come from the project's extras (pyproject.toml); a
     runtime without them is a failure, never a skip."""
     import sys
 

@@ -12,7 +12,7 @@ services with Step Functions"). Faastlane's Orchestrator makes these calls itsel
   service named as the AWS SDK for Java v2 names it and its action in camelCase.
 
 The callback pattern (``.waitForTaskToken``) is refused: nothing here could send the
-task token back. Pure: the validator and the runtime share this catalogue.
+task token back. Pure: the validator and the runtime share it.
 """
 
 from __future__ import annotations
