@@ -209,22 +209,24 @@ class ProtectionDomain:
         result: T = self._domain.run_sealed(function, *args)
         return result
 
-    def run_sealed_on(self, value: Any, function: Callable[..., T], *args: Any) -> T:
+    def run_sealed_on(self, value: Any, function: Callable[..., T], *args: Any
+                      ) -> tuple[T, Any]:
         """``run_sealed(function, copy, *args)``, where ``copy`` is the domain's own deep
         copy of the plain JSON ``value``, made in C right after the entry gate: a value
         in the hand-off domain's heap is read there with the hand-off key granted for
-        the copy only (:mod:`.handoff`). TypeError if ``value`` is not plain JSON."""
-        result: T = self._domain.run_sealed_on(value, function, *args)
+        the copy only (:mod:`.handoff`). TypeError if ``value`` is not plain JSON.
+        Returns its result and what the call handed off last (``hand_off``), or None."""
+        result: tuple[T, Any] = self._domain.run_sealed_on(value, function, *args)
         return result
 
     def make_handoff(self) -> None:
         """Make this domain (with a private heap) the process's hand-off domain: threads
         outside every domain hold its key from now on, function code never does."""
-        _native.set_handoff(self._domain)
+        _native.set_handoff(self._domain)  # type: ignore[union-attr]  # a domain: _native is set
 
     def is_current(self) -> bool:
         """Whether the calling thread is inside this domain."""
-        return _native.current_domain() is self._domain
+        return _native.current_domain() is self._domain  # type: ignore[union-attr]  # as above
 
     def enter(self) -> None:
         """The entry gate alone (:meth:`entered` pairs it with the exit gate)."""
@@ -245,11 +247,11 @@ class ProtectionDomain:
         found: list[object] = self._domain.shared_referrers()
         return found
 
-    def visible_items(self, container: object) -> list[object]:
+    def visible_items(self, container: object) -> list[Any]:
         """A shared dict's (key, value) pairs, or a list's, tuple's or set's items,
         without those holding another domain's objects: skipped by address, never
         read (iterating in Python would touch them, and fault)."""
-        items: list[object] = self._domain.visible_items(container)
+        items: list[Any] = self._domain.visible_items(container)  # pairs, or items
         return items
 
     def destroy(self) -> None:

@@ -205,7 +205,7 @@ _RUNTIME_SLOTS: set[int] = set()
 
 def _scopes() -> tuple[Callable[[], str | None], Callable[[str], Any],
                        Callable[[Callable[[], int | None]], None],
-                       Callable[[int, str, bool], None], Callable[[], bool]]:
+                       Callable[[int, str | None, bool], None], Callable[[], bool]]:
     """The per-thread function markers, reachable only through the functions returned
     (no module global holds them).
 
@@ -610,7 +610,7 @@ def _domain_slot_reader() -> Callable[[], int | None]:
     by sealed function code), read from the C module's thread state (None outside
     domains, or without ``_faastlane``)."""
     try:
-        import _faastlane  # type: ignore[import-not-found]
+        import _faastlane
     except ImportError:
         return lambda: None
     # Bound now: rebinding them later is moot.

@@ -173,6 +173,7 @@ def warm_tls_handshakes() -> list[str]:
     if ssl is None or "tls" in _done:
         return []
     _done.add("tls")
+    assert ssl.__file__ is not None  # a source module
     certdata = os.path.join(os.path.dirname(ssl.__file__), "test", "certdata")
     files = [os.path.join(certdata, name) for name in (*_HANDSHAKE_CERTS, _HANDSHAKE_CA)]
     if not all(os.path.isfile(path) for path in files):

@@ -50,7 +50,7 @@ import typing
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..asl.errors import StatesError
 from ..asl.jsonvalue import detach, lambda_default
@@ -77,6 +77,11 @@ from . import (
     shared_registries,
     stdlib_caches,
 )
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 ISOLATION_ERROR = "Faastlane.IsolationError"
 ESCAPE_CHECK_VARIABLE = "FAASTLANE_ESCAPE_CHECK"
@@ -204,10 +209,11 @@ _NOT_PLAIN_JSON = ("not a plain JSON value", "not a str key")
 _HANDED_OFF = ...
 
 
-def call_shared(function: Callable[..., Any], *args: Any) -> Any:
+def call_shared(function: Callable[..., T], *args: Any) -> T:
     """``function(*args)`` allocating in the shared heap (the caller stays in its domain)."""
     native = domains.native_module()
-    return native.call_shared(function, *args)
+    result: T = native.call_shared(function, *args)
+    return result
 
 
 @guard.broker

@@ -100,7 +100,7 @@ def build_filter(refused: Iterable[str] = REFUSED, error: int = errno.EPERM,
     return _assemble(code)
 
 
-def _assemble(code: list) -> bytes:
+def _assemble(code: list[tuple[int, int, str | None, str | None] | str]) -> bytes:
     """Resolve labels (strings in the list) into BPF's forward relative jumps."""
     labels: dict[str, int] = {}
     position = 0

@@ -43,7 +43,9 @@ def install(own_names: OwnNames) -> None:
         return
     _installed = True
     bootstrap = sys.modules["importlib._bootstrap"]
-    bootstrap._find_and_load = _find_and_load_shared(bootstrap._find_and_load, own_names)
+    # Private, so not in the stubs.
+    bootstrap._find_and_load = _find_and_load_shared(  # type: ignore[attr-defined]
+        bootstrap._find_and_load, own_names)
     for name in ("__instancecheck__", "__subclasscheck__"):
         setattr(abc.ABCMeta, name, _shared_method(getattr(abc.ABCMeta, name)))
     logging.Manager.getLogger = _shared_method(logging.Manager.getLogger)  # type: ignore

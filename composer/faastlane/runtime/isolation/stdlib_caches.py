@@ -36,7 +36,7 @@ def install() -> None:
     if _shared:
         return
     native = domains.native_module()
-    native.caches_per_function(functools._lru_cache_wrapper,  # type: ignore[attr-defined]
+    native.caches_per_function(functools._lru_cache_wrapper,
                                importlib.import_module("_struct"))
     for module_name, names in PER_FUNCTION_DICTS.items():
         module = importlib.import_module(module_name)

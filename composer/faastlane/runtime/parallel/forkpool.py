@@ -45,6 +45,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from ..asl.errors import TIMEOUT, StatesError
@@ -56,7 +57,7 @@ from ..engine.forking import Outcome, _describe_exit, job_message
 from ..engine.functions import EXIT_ERROR, FunctionRegistry
 from ..interpreter.states import BranchJob, run_job
 from ..options import NONE, PARALLEL_PROCESSES, PARALLEL_THREADS, PROCESS_ISOLATION, Options
-from .protocol import find_state, job_machine, state_keys
+from .protocol import find_state, job_machine, section_of, state_keys
 
 _CHUNK = 1 << 20
 
@@ -143,7 +144,7 @@ class ForkPool:
             options.isolation == PROCESS_ISOLATION and not options.processes_only
             and self.functions.sandboxes is not None)
 
-    def _trusted_section(self, state: State) -> bool:
+    def _trusted_section(self, state: Parallel | Map) -> bool:
         """No function this Parallel/Map may call is marked untrusted (or those that
         are run in their sandboxes, never in a worker)."""
         if self.functions.sandboxes is not None:
@@ -259,7 +260,7 @@ class ForkPool:
                     trace.enabled = bool(job.get("trace"))
                     history.enabled = bool(job.get("history"))
                     trace.forget()
-                    message = job_message(job["i"], lambda: self._run_job(ctx, job))
+                    message = job_message(job["i"], partial(self._run_job, ctx, job))
                     message["trace"] = trace.take()
                     out.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
                     out.flush()
@@ -296,8 +297,8 @@ class ForkPool:
         variables = ctx["variables"]
         execution.variables = Variables(variables, ctx["variables_bytes"])
         state = find_state(self.workflow, job["state"])
-        return run_job(state, job["job"], job_machine(state, job["job"]), job["input"],
-                       execution)
+        machine = job_machine(state, job["job"])  # refuses a state that is no section
+        return run_job(section_of(state), job["job"], machine, job["input"], execution)
 
     # ------------------------------------------------------------------ the parent
 

@@ -95,7 +95,8 @@ class ObjectStore:
                                          method=method, headers=headers)
         try:
             with opener().open(request, timeout=TIMEOUT_SECONDS) as response:
-                return response.read()
+                data: bytes = response.read()
+                return data
         except urllib.error.HTTPError as err:
             detail = err.read()[:300].decode("utf-8", "replace")
             raise StatesError(RUNTIME, f"the payload store answered {method} s3://"

@@ -76,6 +76,14 @@ def find_state(machine: Machine, key: str) -> State:
     return state
 
 
+def section_of(state: State) -> Parallel | Map:
+    """``state`` as the Parallel or Map whose jobs a request names (as
+    :func:`job_machine` checks it)."""
+    if isinstance(state, (Parallel, Map)):
+        return state
+    raise StatesError(RUNTIME, f"state {state.name!r} is neither a Parallel nor a Map")
+
+
 def job_machine(state: State, index: int) -> Machine:
     """What job ``index`` of a Parallel (a branch) or Map (the iterator) runs."""
     if isinstance(state, Parallel):
@@ -155,7 +163,7 @@ def pack_inputs(inputs: Sequence[Any]) -> dict[str, Any]:
     all of them travel once, ``{"shared": {...}, "inputs": [{varying}], "keys": [...]}``.
     Anything else goes as it is, ``{"inputs": [...]}``.
     """
-    first = inputs[0] if inputs else None
+    first: Any = inputs[0] if inputs else None
     if inputs and all(_same(x, first) for x in inputs[1:]):
         return {"input": first}
     if len(inputs) > 1 and all(isinstance(x, dict) for x in inputs):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..asl.model import Parallel, State, Task, walk_states
+from ..asl.model import Map, Parallel, Task, walk_states
 from ..engine.execution import SANDBOX, run_on_threads
 from ..engine.forking import Outcome
 from ..options import THREADS
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..engine.execution import Execution
 
 
-def _only_sandboxed_functions(execution: Execution, state: State) -> bool:
+def _only_sandboxed_functions(execution: Execution, state: Parallel | Map) -> bool:
     """Whether every Task of this Parallel/Map (nested ones too) calls a function that
     runs in its own sandbox (a Task naming its function at run time may call any;
     service integrations are the Orchestrator's calls, made wherever the section runs)."""
@@ -44,7 +44,7 @@ class Sections:
         # container, and it never spills again.
         self.spill = spill
 
-    def run(self, execution: Execution, state: State, work: Sequence[Callable[[], Any]],
+    def run(self, execution: Execution, state: Parallel | Map, work: Sequence[Callable[[], Any]],
             inputs: Sequence[Any] | None, workers: int, budget: int, max_concurrency: int,
             describe: Callable[[int], str], stop_on_error: bool) -> list[Outcome] | None:
         spiller = self.spiller

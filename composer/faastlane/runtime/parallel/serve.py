@@ -30,6 +30,7 @@ from .protocol import (
     find_state,
     job_machine,
     outcome_to_json,
+    section_of,
     unpack_inputs,
 )
 from .sections import Sections
@@ -79,7 +80,7 @@ def _serve_group(host: GroupHost, params: dict[str, Any]) -> dict[str, Any]:
         execution.context_base = request["context"]
         variables = request.get("variables") or {}
         execution.variables = Variables(variables, sum(encoded_size(v) for v in variables.values()))
-        work = [BranchJob.make(state, i, job_machine(state, i), data, execution)
+        work = [BranchJob.make(section_of(state), i, job_machine(state, i), data, execution)
                 for i, data in zip(jobs, inputs, strict=False)]
         workers = options.cpu_budget()
         if request.get("max_concurrency", 0) > 0:

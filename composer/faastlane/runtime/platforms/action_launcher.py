@@ -45,7 +45,7 @@ def load_entry(action_dir: str, main: str) -> Callable[[Any], Any]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[ACTION_MODULE] = module
     spec.loader.exec_module(module)
-    entry = getattr(module, main, None)
+    entry: object = getattr(module, main, None)
     if not callable(entry):
         raise AttributeError(f"__main__.py has no function {main!r}")
     return entry
@@ -59,7 +59,8 @@ def _report_faults(action_dir: str) -> None:
         return
     sys.path.insert(0, action_dir)
     try:
-        from faastlane_runtime.engine import fault_reports
+        # The runtime's package name inside an action, not in this checkout.
+        from faastlane_runtime.engine import fault_reports  # type: ignore[import-not-found]
     except ImportError:
         return  # not a Faastlane action
     fault_reports.adopt_log()

@@ -42,12 +42,12 @@ import zipfile
 from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 try:
     from ..engine.fault_reports import new_log, read_fault
 except ImportError:  # run as a script: the runtime image holds fault_reports.py beside it
-    from fault_reports import new_log, read_fault  # type: ignore[no-redef]
+    from fault_reports import new_log, read_fault  # type: ignore[no-redef, import-not-found]
 
 SENTINEL = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX"
 ENTRY_FILE = "__main__.py"
@@ -118,7 +118,7 @@ class Launcher:
         finally:
             os.close(write_fd)
         assert self.process.stdin is not None
-        self.requests: BinaryIO = self.process.stdin
+        self.requests: IO[bytes] = self.process.stdin
         self.results = os.fdopen(read_fd, "rb")
         if self._answer() is None:  # the ack: the action imported and found its main
             self.process.wait()

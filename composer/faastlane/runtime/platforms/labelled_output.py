@@ -12,6 +12,7 @@ import io
 import sys
 import threading
 from collections.abc import Callable
+from typing import BinaryIO, TextIO
 
 from ..engine.functions import current_function
 
@@ -19,7 +20,7 @@ from ..engine.functions import current_function
 class LabelledStream(io.TextIOBase):
     """A text stream that puts ``[function] `` at the start of each line a function writes."""
 
-    def __init__(self, stream: io.TextIOBase, current: Callable[[], str | None]) -> None:
+    def __init__(self, stream: TextIO, current: Callable[[], str | None]) -> None:
         self._stream = stream
         self._current = current
         # This thread's unfinished line: whole lines are written at once, so that lines
@@ -59,12 +60,12 @@ class LabelledStream(io.TextIOBase):
         return getattr(self._stream, "encoding", "utf-8")
 
     @property
-    def buffer(self) -> io.BufferedIOBase:
+    def buffer(self) -> BinaryIO:
         """The underlying bytes (what is written there is not labelled)."""
-        return self._stream.buffer  # type: ignore[attr-defined]
+        return self._stream.buffer
 
 
 def install() -> None:
     """Label what functions print on stdout (already sent to stderr) and stderr."""
-    sys.stdout = LabelledStream(sys.stdout, current_function)  # type: ignore[assignment]
-    sys.stderr = LabelledStream(sys.stderr, current_function)  # type: ignore[assignment]
+    sys.stdout = LabelledStream(sys.stdout, current_function)
+    sys.stderr = LabelledStream(sys.stderr, current_function)

@@ -35,8 +35,13 @@ import resource
 import signal
 import struct
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..isolation import seccomp_filter
+
+if TYPE_CHECKING:
+    from ctypes import CDLL
+    from types import ModuleType
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
@@ -45,7 +50,7 @@ _PR_CAP_AMBIENT = 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
 
 
-def _libc():  # noqa: ANN202 - ctypes is loaded only where it is used
+def _libc() -> tuple[ModuleType, CDLL]:  # ctypes is loaded only where it is used
     import ctypes
 
     return ctypes, ctypes.CDLL(None, use_errno=True)

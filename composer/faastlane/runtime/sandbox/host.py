@@ -175,7 +175,8 @@ class Sandboxes:
                     control.connect(wire.address(self.prefix, "zygote"))
                     self._control = control
                 wire.send(self._control, json.dumps(request).encode())
-                return json.loads(wire.receive(self._control))
+                reply: dict[str, Any] = json.loads(wire.receive(self._control))
+                return reply
             except (OSError, ValueError, wire.PeerGone) as exc:
                 wire.close_quietly(self._control)
                 self._control = None

@@ -63,7 +63,7 @@ def load(root: str, spec: FunctionSpec) -> Invocable:
 def _out_of_memory(error: StatesError) -> StatesError:
     """A function that ran out of its memory, as Lambda reports it."""
     try:
-        request_id = json.loads(error.cause).get("requestId", "")
+        request_id = json.loads(error.cause or "").get("requestId", "")  # no cause: no id
     except (ValueError, AttributeError):
         request_id = ""
     return lambda_error(OUT_OF_MEMORY, f"RequestId: {request_id} Error: Runtime exited "
@@ -104,7 +104,8 @@ def serve(listener: socket.socket, root: str, spec: FunctionSpec,
                 if key.fileobj is listener:
                     wire.admit(listener, selector, trusted_filters)
                     continue
-                connection = key.fileobj  # type: ignore[assignment]
+                # Only sockets are registered (the listener and admitted peers).
+                connection: socket.socket = key.fileobj  # type: ignore[assignment]
                 try:
                     request = wire.decode_request(wire.receive(connection))
                 except (wire.PeerGone, OSError, ValueError, EOFError):

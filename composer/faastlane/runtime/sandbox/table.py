@@ -38,7 +38,8 @@ class Table:
         self._memory[self._at(f, k)] = state
 
     def pid(self, f: int, k: int) -> int:
-        return _PID.unpack_from(self._memory, self._count + _PID.size * self._at(f, k))[0]
+        pid: int = _PID.unpack_from(self._memory, self._count + _PID.size * self._at(f, k))[0]
+        return pid
 
     def set_pid(self, f: int, k: int, pid: int) -> None:
         _PID.pack_into(self._memory, self._count + _PID.size * self._at(f, k), pid)

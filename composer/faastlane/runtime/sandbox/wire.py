@@ -1,9 +1,10 @@
 """How the Orchestrator and a sandbox talk: length-prefixed frames on a Unix socket.
 
 A request travels as ``marshal`` (the sandbox trusts the Orchestrator; marshal of JSON
-values is several times faster than ``json``), or as JSON when nested too deeply for it; a reply as JSON, because it comes from
-untrusted code and ``marshal.loads`` is not meant for hostile bytes. Long strings (an
-image in base64, a document) travel beside either as raw UTF-8 (see "Frames" below).
+values is several times faster than ``json``), or as JSON when nested too deeply for it;
+a reply as JSON, because it comes from untrusted code and ``marshal.loads`` is not meant
+for hostile bytes. Long strings (an image in base64, a document) travel beside either as
+raw UTF-8 (see "Frames" below).
 Each payload is serialised once and crosses the socket once.
 
 Sockets live in the abstract namespace (no file a sandbox could unlink and re-bind) and
@@ -273,6 +274,7 @@ def seccomp_filters(pid: int | str = "self") -> int:
 
 
 def peer_pid(sock: socket.socket) -> int:
+    pid: int
     pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, SO_PEERCRED,
                                                           struct.calcsize("3i")))
     return pid

@@ -22,11 +22,14 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..engine.functions import FunctionSpec
 from . import confine, server, wire
 from .table import Table
+
+if TYPE_CHECKING:
+    import socket
 
 _REAP_INTERVAL = 0.5
 _GRACE = 1.0  # seconds a sandbox that closed its socket gets to exit before it is killed
@@ -76,7 +79,8 @@ class Zygote:
                 if key.fileobj is self.control:
                     wire.admit(self.control, selector, self.trusted_filters)
                     continue
-                connection = key.fileobj  # type: ignore[assignment]
+                # Only sockets are registered (the control socket and admitted peers).
+                connection: socket.socket = key.fileobj  # type: ignore[assignment]
                 try:
                     request = json.loads(wire.receive(connection))
                     wire.send(connection, json.dumps(self._handle(request)).encode())
@@ -85,7 +89,7 @@ class Zygote:
                     connection.close()
             self._reap_ended()
 
-    def _handle(self, request: dict) -> dict:
+    def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
         f, k = int(request["f"]), int(request["k"])
         if (f, k) not in self.listeners:
             raise ValueError("no such slot")
