@@ -151,9 +151,9 @@ class Orchestrator:
             return Result(FAILED, error=err.error, cause=err.cause, state=err.state,
                           history=execution.events)
         except Exception as exc:  # noqa: BLE001 - an engine fault outside any state
-            err = StatesError(RUNTIME, unexpected_cause(exc))
-            history.ended(execution, error=err)
-            return Result(FAILED, error=err.error, cause=err.cause, history=execution.events)
+            fault = StatesError(RUNTIME, unexpected_cause(exc))
+            history.ended(execution, error=fault)
+            return Result(FAILED, error=fault.error, cause=fault.cause, history=execution.events)
         history.ended(execution, output)
         return Result(SUCCEEDED, output=output, history=execution.events)
 

@@ -233,7 +233,7 @@ def evaluate_rule(
     return _COMPARE[name](value, operand)
 
 
-def _operator_of(rule: dict) -> str:
+def _operator_of(rule: dict[str, Any]) -> str:
     found = [key for key in rule if key in COMPARATORS]
     if len(found) != 1:
         what = "no comparison operator" if not found else f"several ({', '.join(found)})"

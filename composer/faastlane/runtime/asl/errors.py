@@ -33,6 +33,10 @@ _TERMINAL = frozenset({RUNTIME, DATA_LIMIT_EXCEEDED})
 class StatesError(Exception):
     """A named ASL error: what a state raises and what Retry/Catch see."""
 
+    # Set only on errors of a JSONata evaluation (read with getattr; absent until set):
+    location: str  # the field whose evaluation failed (interpreter.dataflow.located)
+    evaluation_recorded: bool  # its EvaluationFailed event is already in the history
+
     def __init__(self, error: str | None, cause: str | None = None) -> None:
         super().__init__(f"{error}: {cause}" if cause else str(error))
         self.error = error  # None only for a Fail state that names no Error

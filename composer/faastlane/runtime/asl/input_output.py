@@ -24,19 +24,19 @@ from .jsonpath import (
 from .jsonvalue import compact_json
 
 
-def apply_input_path(data: Any, path: str | None, context: dict | None,
+def apply_input_path(data: Any, path: str | None, context: dict[str, Any] | None,
                      variables: Mapping[str, Any] | None = None) -> Any:
     """InputPath: select the state's effective input. ``None`` (JSON null) means ``{}``."""
     return _select(data, path, context, variables)
 
 
-def apply_output_path(data: Any, path: str | None, context: dict | None,
+def apply_output_path(data: Any, path: str | None, context: dict[str, Any] | None,
                       variables: Mapping[str, Any] | None = None) -> Any:
     """OutputPath: select the state's output. ``None`` (JSON null) means ``{}``."""
     return _select(data, path, context, variables)
 
 
-def _select(data: Any, path: str | None, context: dict | None,
+def _select(data: Any, path: str | None, context: dict[str, Any] | None,
             variables: Mapping[str, Any] | None) -> Any:
     # "If the value of InputPath is null, that means that the raw input is discarded,
     # and the effective input for the state is an empty JSON object, {}" (likewise

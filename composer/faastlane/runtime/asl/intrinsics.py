@@ -27,11 +27,17 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from . import jsonpath
 from .errors import INTRINSIC_FAILURE, StatesError
 from .jsonvalue import compact_json, integral_floats_as_ints, json_type
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class _Digest(Protocol):
+        def hexdigest(self) -> str: ...
 
 
 class IntrinsicSyntaxError(ValueError):
@@ -75,7 +81,7 @@ MAX_BASE64_INPUT = 10_000  # Base64Encode/Decode: "a data string of up to 10,000
 MAX_HASH_INPUT = 10_000  # Hash: "10,000 characters or less"
 INT32 = (-(2**31), 2**31 - 1)  # MathAdd: "integer values in the range" of a Java int
 
-_HASHES: dict[str, Callable[[bytes], Any]] = {
+_HASHES: dict[str, Callable[[bytes], _Digest]] = {
     "MD5": hashlib.md5,
     "SHA-1": hashlib.sha1,
     "SHA-256": hashlib.sha256,
@@ -383,7 +389,7 @@ def _fail(function: str, why: str) -> StatesError:
     return StatesError(INTRINSIC_FAILURE, f"Invalid arguments in States.{function}: {why}")
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -396,7 +402,7 @@ def _integer(function: str, what: str, value: Any) -> int:
     return value
 
 
-def _array(function: str, what: str, value: Any) -> list:
+def _array(function: str, what: str, value: Any) -> list[Any]:
     if not isinstance(value, list):
         raise _fail(function, f"{what} must be an array, got {_show(value)}")
     return value
@@ -475,11 +481,11 @@ def _json_to_string(value: Any) -> str:
     return compact_json(value)
 
 
-def _array_of(*values: Any) -> list:
+def _array_of(*values: Any) -> list[Any]:
     return list(values)
 
 
-def _array_partition(array: Any, size: Any) -> list:
+def _array_partition(array: Any, size: Any) -> list[Any]:
     array = _array("ArrayPartition", "the first argument", array)
     size = _integer("ArrayPartition", "the chunk size", size)
     if size <= 0:
@@ -493,7 +499,7 @@ def _array_contains(array: Any, value: Any) -> bool:
     return any(_canonical(item) == key for item in array)
 
 
-def _array_range(first: Any, last: Any, step: Any) -> list:
+def _array_range(first: Any, last: Any, step: Any) -> list[Any]:
     first = _integer("ArrayRange", "the first element", first)
     last = _integer("ArrayRange", "the final element", last)
     step = _integer("ArrayRange", "the increment", step)
@@ -521,7 +527,7 @@ def _array_length(array: Any) -> int:
     return len(_array("ArrayLength", "the argument", array))
 
 
-def _array_unique(array: Any) -> list:
+def _array_unique(array: Any) -> list[Any]:
     array = _array("ArrayUnique", "the argument", array)
     seen: set[str] = set()
     out = []
@@ -539,8 +545,8 @@ def _canonical(value: Any) -> str:
     return json.dumps(integral_floats_as_ints(value), sort_keys=True, separators=(",", ":"))
 
 
-def _limited(function: str, text: Any, limit: int) -> str:
-    text = _string(function, "the input", text)
+def _limited(function: str, value: Any, limit: int) -> str:
+    text = _string(function, "the input", value)
     if len(text) > limit:
         raise _fail(function, f"the input has {len(text)} characters; the limit is {limit}")
     return text
@@ -568,7 +574,7 @@ def _hash(text: Any, algorithm: Any) -> str:
     return _HASHES[algorithm](text.encode("utf-8")).hexdigest()
 
 
-def _json_merge(first: Any, second: Any, deep: Any) -> dict:
+def _json_merge(first: Any, second: Any, deep: Any) -> dict[str, Any]:
     for what, value in (("first", first), ("second", second)):
         if not isinstance(value, dict):
             raise _fail("JsonMerge", f"the {what} argument must be an object, got {_show(value)}")

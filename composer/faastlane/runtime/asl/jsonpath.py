@@ -27,7 +27,7 @@ import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
 from .jsonvalue import compact_json, json_type
 
@@ -58,7 +58,7 @@ SLICE = "slice"  # (SLICE, start|None, stop|None)
 FILTER = "filter"  # (FILTER, predicate, text)
 SCAN = "scan"  # (SCAN, step)            ``..`` followed by one step
 
-Step = tuple
+Step = tuple[Any, ...]
 
 
 @dataclass(frozen=True)
@@ -404,7 +404,7 @@ class _Parser:
 
 
 _Predicate = Callable[[Any, Any], bool]
-_Operand = tuple  # ("path", rooted_at_$, CompiledPath) | ("value", v) | ("regex", re)
+_Operand = tuple[Any, ...]  # ("path", rooted_at_$, CompiledPath) | ("value", v) | ("regex", re)
 
 _INTEGER = re.compile(r"-?\d+")
 # Workflow variables are read in JSONPath states as "$name" or "$name.field"; a name
@@ -483,7 +483,7 @@ def _exists(operand: _Operand) -> _Predicate:
     return lambda node, root: _operand_value(operand, node, root) is not _MISSING
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -621,10 +621,10 @@ def _walk_definite(compiled: CompiledPath, node: Any) -> Any:
     return node
 
 
-def _apply_step(step: Step, nodes: list, root: Any, leaf: bool) -> list:
+def _apply_step(step: Step, nodes: list[Any], root: Any, leaf: bool) -> list[Any]:
     """One step of an indefinite path: what it yields from each node, in order."""
     kind = step[0]
-    out: list = []
+    out: list[Any] = []
     for node in nodes:
         if kind == NAME:
             if isinstance(node, dict) and step[1] in node:
@@ -662,9 +662,9 @@ def _apply_step(step: Step, nodes: list, root: Any, leaf: bool) -> list:
     return out
 
 
-def _scan(step: Step, node: Any, root: Any, leaf: bool) -> list:
+def _scan(step: Step, node: Any, root: Any, leaf: bool) -> list[Any]:
     """``..step``: the step applied to ``node`` and every node below it, depth first."""
-    out: list = []
+    out: list[Any] = []
     stack = [node]
     while stack:
         current = stack.pop()

@@ -148,11 +148,11 @@ def _where(value: Any) -> str | None:
     """The JSONPath of the first value the copying walks reject in ``value`` (of the
     object holding it, for a key; of the container met again, for a cycle), visiting in
     their order; None if there is none. Iterative, as :func:`_copy_deep`."""
-    stack: list[Any] = [(value, "$")]
+    stack: list[tuple[Any, str] | int] = [(value, "$")]  # ids mark leaving a container
     on_path: set[int] = set()
     while stack:
         item = stack.pop()
-        if type(item) is int:
+        if isinstance(item, int):
             on_path.remove(item)
             continue
         node, path = item
@@ -195,11 +195,11 @@ def integral_floats_as_ints(value: Any, null: Any = _NO_NULL) -> Any:
             elif item is null:
                 node[slot] = None
             elif isinstance(item, list):
-                node[slot] = copy = list(item)
-                stack.append(copy)
+                node[slot] = copied_list = list(item)
+                stack.append(copied_list)
             elif isinstance(item, dict):
-                node[slot] = copy = dict(item)
-                stack.append(copy)
+                node[slot] = copied_dict = dict(item)
+                stack.append(copied_dict)
     return root[0]
 
 

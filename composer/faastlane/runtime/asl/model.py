@@ -100,7 +100,7 @@ class Task(State):
 
 @dataclass(frozen=True)
 class Choice(State):
-    choices: tuple[dict, ...] = ()
+    choices: tuple[dict[str, Any], ...] = ()
     default: str | None = None
     input_path: str | None = "$"
     output_path: str | None = "$"
@@ -187,12 +187,12 @@ class Map(State):
 # --------------------------------------------------------------------------- building
 
 
-def _path(spec: dict, key: str) -> str | None:
+def _path(spec: dict[str, Any], key: str) -> str | None:
     """A path field: "$" when absent, None when the workflow sets JSON null."""
     return spec[key] if key in spec else "$"
 
 
-def _retriers(spec: dict) -> tuple[Retrier, ...]:
+def _retriers(spec: dict[str, Any]) -> tuple[Retrier, ...]:
     return tuple(
         Retrier(
             error_equals=tuple(r["ErrorEquals"]),
@@ -206,7 +206,7 @@ def _retriers(spec: dict) -> tuple[Retrier, ...]:
     )
 
 
-def _catchers(spec: dict) -> tuple[Catcher, ...]:
+def _catchers(spec: dict[str, Any]) -> tuple[Catcher, ...]:
     return tuple(
         Catcher(tuple(c["ErrorEquals"]), c["Next"], _path(c, "ResultPath"),
                 assign=c.get("Assign"), **_payload(c, "Output", "output"))
@@ -214,24 +214,24 @@ def _catchers(spec: dict) -> tuple[Catcher, ...]:
     )
 
 
-def _common(name: str, spec: dict, language: str) -> dict[str, Any]:
+def _common(name: str, spec: dict[str, Any], language: str) -> dict[str, Any]:
     return {"name": name, "next": None if spec.get("End") else spec.get("Next"),
             "comment": spec.get("Comment"), **_shared(spec, language)}
 
 
-def _shared(spec: dict, language: str) -> dict[str, Any]:
+def _shared(spec: dict[str, Any], language: str) -> dict[str, Any]:
     """Fields every state type has (Choice, Succeed and Fail have no Next)."""
     return {"query_language": spec.get("QueryLanguage", language),
             "assign": spec.get("Assign"), **_payload(spec, "Output", "output")}
 
 
-def _payload(spec: dict, key: str, field_name: str) -> dict[str, Any]:
+def _payload(spec: dict[str, Any], key: str, field_name: str) -> dict[str, Any]:
     """A payload-template field and whether it was present (``null`` is a value too)."""
     present = key in spec
     return {field_name: spec.get(key), f"has_{field_name}": present}
 
 
-def _function_payload(spec: dict, language: str) -> Any:
+def _function_payload(spec: dict[str, Any], language: str) -> Any:
     """Where a Task names its function: Parameters, or JSONata's Arguments (whose
     FunctionName, when an expression, is only known at run time)."""
     if language == JSONPATH:
@@ -242,7 +242,7 @@ def _function_payload(spec: dict, language: str) -> Any:
     return arguments
 
 
-def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
+def state_from_asl(name: str, spec: dict[str, Any], language: str = JSONPATH) -> State:
     """Build one state's dataclass from its (already validated) ASL object;
     ``language`` is the workflow's QueryLanguage, which a state may override."""
     kind = spec["Type"]
@@ -312,7 +312,7 @@ def state_from_asl(name: str, spec: dict, language: str = JSONPATH) -> State:
     raise ValueError(f"state {name!r}: unknown Type {kind!r}")
 
 
-def machine_from_asl(definition: dict, language: str | None = None) -> Machine:
+def machine_from_asl(definition: dict[str, Any], language: str | None = None) -> Machine:
     """Build a machine (workflow, branch or iterator) from its validated ASL object.
 
     The workflow's top-level QueryLanguage is the default of every state, nested ones

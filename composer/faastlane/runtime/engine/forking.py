@@ -44,7 +44,7 @@ class Outcome:
 
     value: Any = None
     error: StatesError | None = None
-    records: list[dict] = field(default_factory=list)  # trace records made in the child
+    records: list[dict[str, Any]] = field(default_factory=list)  # trace records made in the child
     cancelled: bool = False  # stopped because a sibling failed; its error says so
 
     @property

@@ -362,12 +362,12 @@ class FunctionRegistry:
         if private:
             found = self._private.get(name)
             if found is None:
-                if self._private_loader is None:
+                loader = self._private_loader
+                if loader is None:
                     raise StatesError(RUNTIME, "isolation mpk: this Orchestrator was made "
                                                "without a private-heap loader")
                 found = self._private[name] = _or_missing(
-                    self.spec(name),
-                    lambda: self._private_loader(self.root, self.spec(name), keep_escapes))
+                    self.spec(name), lambda: loader(self.root, self.spec(name), keep_escapes))
             return found
         loaded = self._loaded.get(name)
         if loaded is None:

@@ -80,7 +80,7 @@ def function_variables(name: str, task_root: str, handler: str,
     return variables
 
 
-class FunctionEnviron(os._Environ):  # type: ignore[name-defined,misc]
+class FunctionEnviron(os._Environ[str]):
     """``os.environ``'s class while functions run: the calling thread's function's own
     variables over the process's. Only methods change: the object stays the same."""
 
@@ -135,7 +135,7 @@ class FunctionEnviron(os._Environ):  # type: ignore[name-defined,misc]
 
 def install_environ() -> None:
     """Make ``os.environ`` the per-function view (once per process)."""
-    if type(os.environ) is os._Environ:  # type: ignore[attr-defined]
+    if type(os.environ) is os._Environ:
         os.environ.__class__ = FunctionEnviron
 
 
@@ -172,7 +172,7 @@ def install_logging() -> None:
     formatter = logging.Formatter(
         "[%(levelname)s]\t%(asctime)s.%(msecs)03dZ\t%(aws_request_id)s\t%(message)s\n",
         "%Y-%m-%dT%H:%M:%S")
-    formatter.converter = time.gmtime  # type: ignore[method-assign]
+    formatter.converter = time.gmtime
     handler.setFormatter(formatter)
     handler.addFilter(_RequestIdFilter())
     root.addHandler(handler)

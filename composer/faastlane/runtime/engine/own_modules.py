@@ -105,11 +105,14 @@ class _PackageFinder:
     def __init__(self) -> None:
         self.folders: dict[str, str] = {}
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+    def find_spec(self, fullname: str, path: Any = None,
+                  target: Any = None) -> importlib.machinery.ModuleSpec | None:
         folder = self.folders.get(fullname)
         if folder is None:
             return None
-        spec = importlib.machinery.ModuleSpec(fullname, _PackageLoader(), is_package=True)
+        # The stub wants an importlib.abc.Loader; the import system needs only its methods.
+        spec = importlib.machinery.ModuleSpec(fullname, _PackageLoader(),  # type: ignore[arg-type]
+                                              is_package=True)
         spec.submodule_search_locations = [folder]
         return spec
 

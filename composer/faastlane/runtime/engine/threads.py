@@ -52,7 +52,7 @@ class _Worker:
         while True:
             job, waited_for = self.inbox.get()
             try:
-                outcome = (job(), None)
+                outcome: tuple[Any, BaseException | None] = (job(), None)
             except BaseException as exc:  # noqa: BLE001 - handed back to the caller
                 outcome = (None, exc)
             if waited_for:

@@ -27,13 +27,15 @@ from ..asl import choice, input_output, jsonpath
 from ..asl.errors import QUERY_EVALUATION_ERROR, StatesError
 from ..asl.jsonata import evaluate_field, is_expression, states_variable
 from ..asl.jsonvalue import compact_json
-from ..asl.model import JSONATA, Catcher, Map, Parallel, State, Task
+from ..asl.model import JSONATA, Catcher, Map, Parallel, Pass, State, Task
 
 if TYPE_CHECKING:
     from ..engine.execution import Execution
 
 # States whose work produces a result ($states.result; JSONPath ResultSelector).
 _RESULT_STATES = (Task, Parallel, Map)
+_ARGUMENTS_STATES = (Task, Parallel)  # those with Arguments
+_PARAMETERS_STATES = (Pass, Task, Parallel)  # those with Parameters
 
 
 class DataFlow:
@@ -106,14 +108,14 @@ class DataFlow:
         """What the state works on: InputPath and Parameters, or Arguments."""
         state = self.state
         if self.jsonata:
-            if getattr(state, "has_arguments", False):
+            if isinstance(state, _ARGUMENTS_STATES) and state.has_arguments:
                 return self.evaluate(state.arguments, "Arguments")
             return self.data
         # "$" (the default) without making the context object, as below for OutputPath.
         input_path = getattr(state, "input_path", "$")
         effective = self.data if input_path == "$" else input_output.apply_input_path(
             self.data, input_path, self.context, self.variables)
-        if getattr(state, "has_parameters", False):
+        if isinstance(state, _PARAMETERS_STATES) and state.has_parameters:
             effective = self.template(state.parameters, effective)
         return effective
 
@@ -131,7 +133,7 @@ class DataFlow:
             assigned = self.evaluate(assign, "Assign", **result) if assign is not None else None
         else:
             assigned = self.template(assign, value) if assign is not None else None
-            if getattr(state, "has_result_selector", False):
+            if isinstance(state, _RESULT_STATES) and state.has_result_selector:
                 value = self.template(state.result_selector, value)
             if hasattr(state, "result_path"):
                 value = input_output.apply_result_path(self.data, value, state.result_path)
@@ -157,7 +159,7 @@ class DataFlow:
         self._store(assigned)
         return output
 
-    def choose(self, choices: tuple[dict, ...], default: str | None, effective: Any
+    def choose(self, choices: tuple[dict[str, Any], ...], default: str | None, effective: Any
                ) -> tuple[dict[str, Any] | None, str]:
         """The first matching Choice rule and its Next, or ``(None, Default)``."""
         for rule in choices:
@@ -190,5 +192,5 @@ def located(err: StatesError, field: str) -> StatesError:
     """``err`` remembering the field whose evaluation failed, the first one named (an
     EvaluationFailed event's ``location``)."""
     if getattr(err, "location", None) is None:
-        err.location = field  # type: ignore[attr-defined]
+        err.location = field
     return err

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeGuard, overload
 
 from ..asl import choice, intrinsics, jsonpath
 from ..asl.errors import (
@@ -81,6 +81,12 @@ _RUNTIME_PREFIX = "An error occurred while executing the state"
 _PREFIXED = (RUNTIME, QUERY_EVALUATION_ERROR)
 
 
+@overload
+def _named(err: Exception, state: State, event_id: int) -> StatesError: ...
+@overload
+def _named(err: BaseException, state: State, event_id: int) -> BaseException: ...
+
+
 def _named(err: BaseException, state: State, event_id: int) -> BaseException:
     """The error ``state`` fails with: an unexpected exception (an engine bug, a
     RecursionError on deep data) is a States.Runtime error with a cause, never a crash;
@@ -137,11 +143,12 @@ def _run_state(state: State, data: Any, execution: Execution) -> Transition:
 # them run on the relay's way; at any other state the relay hands the execution back to
 # the calling thread, and run_machine goes on as before.
 
-_Baton = queue.SimpleQueue  # (output, next state or None, error): how a relay ends
+# (output, next state or None, error): how a relay ends
+_Baton = queue.SimpleQueue[tuple[Any, str | None, BaseException | None]]
 _INLINE = (Pass, Choice, Succeed)  # states a relay runs on its way to the next Task
 
 
-def _relayable(state: State, execution: Execution) -> bool:
+def _relayable(state: State, execution: Execution) -> TypeGuard[Task]:
     # With the history on, Tasks run the plain way, which records their events (a
     # relay only numbers them).
     return (type(state) is Task and state.integration is None and execution.events is None
@@ -152,7 +159,7 @@ def _relayable(state: State, execution: Execution) -> bool:
 
 def _relay(machine: Machine, state: Task, data: Any, execution: Execution) -> Transition:
     """Run ``state`` and the relayable Tasks after it; the state to go on with."""
-    baton: _Baton[tuple[Any, str | None, BaseException | None]] = _Baton()
+    baton: _Baton = queue.SimpleQueue()
     watch = RelayWatch()
     _pass_on(machine, state, data, execution, baton, watch)()
     while True:
@@ -329,7 +336,8 @@ def _lambda_invoke_response(payload: Any, request_id: str) -> dict[str, Any]:
 
 def _task_timeout(state: Task, effective_input: Any, flow: DataFlow) -> float | None:
     if state.timeout_seconds_path is None:
-        return flow.number(state.timeout_seconds, "TimeoutSeconds", minimum=1)
+        timeout: float | None = flow.number(state.timeout_seconds, "TimeoutSeconds", minimum=1)
+        return timeout
     try:
         value = flow.read(effective_input, state.timeout_seconds_path)
     except jsonpath.PathNotFound:  # worded as AWS words it for a Wait's SecondsPath
@@ -463,7 +471,8 @@ def _task_ended(state: Task, execution: Execution, result: Any,
         execution.emit("TaskEnded")
         return
     resource = task_resource(state)
-    prefix, details = "LambdaFunction", {}
+    prefix = "LambdaFunction"
+    details: dict[str, Any] = {}
     if resource is not None:
         prefix, details = "Task", {"resourceType": resource[0], "resource": resource[1]}
     if error is None:
@@ -666,7 +675,7 @@ def _evaluation_failed(state: State, execution: Execution, err: StatesError,
     ``before_entry``: it links to the event before the state's entry (as in every
     recording but a Wait's: LocalStack's test_map_state_items_input_types,
     test_undefined_reference, test_wait_timestamp_jsonata), else to the entry."""
-    err.evaluation_recorded = True  # type: ignore[attr-defined]
+    err.evaluation_recorded = True
     entered, before = execution.entered
     if before_entry:
         execution.source = before
@@ -740,13 +749,13 @@ def run_job(state: Parallel | Map, index: int, machine: Machine, data: Any,
         history.finish_job(execution, execution.owner_pid)
 
 
-def _emit_iteration(kind: str, state: Map, index: int, execution: Execution,
+def _emit_iteration(kind: str, state: State, index: int, execution: Execution,
                     link: bool = True) -> None:
     execution.emit(kind, None if execution.events is None else
                    {f"m{kind[1:]}EventDetails": {"index": index, "name": state.name}}, link)
 
 
-def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
+def _map_items(state: Map, effective: Any, flow: DataFlow) -> list[Any]:
     if flow.jsonata:
         # The causes AWS recorded (LocalStack's test_map_state_items_eval_jsonata_fail_*,
         # test_map_state_items_input_types_*).
@@ -758,9 +767,8 @@ def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
         items = flow.evaluate(state.items, "Items")
         if not isinstance(items, list):
             kind = json_type(items)
-            where = ("The JSONata expression "
-                     f"'{expression_text(state.items) if is_expression(state.items) else state.items}'"
-                     " specified for the field 'Items' returned")
+            shown = expression_text(state.items) if is_expression(state.items) else state.items
+            where = f"The JSONata expression '{shown}' specified for the field 'Items' returned"
             if kind not in ("null", "boolean", "number", "string", "object"):
                 raise located(StatesError(QUERY_EVALUATION_ERROR,
                                           f"{where} an unsupported result type."), "Items")
@@ -778,6 +786,14 @@ def _map_items(state: Map, effective: Any, flow: DataFlow) -> list:
                                    f"'{state.items_path}' must select a JSON array, "
                                    f"got {type(items).__name__}")
     return items
+
+
+@overload
+def _limit_from_path(flow: DataFlow, effective: Any, field: str, path: str,
+                     kind: Literal["integer"] = "integer") -> int: ...
+@overload
+def _limit_from_path(flow: DataFlow, effective: Any, field: str, path: str,
+                     kind: Literal["float"]) -> float: ...
 
 
 def _limit_from_path(flow: DataFlow, effective: Any, field: str, path: str,
@@ -808,7 +824,8 @@ def _limit_from_path(flow: DataFlow, effective: Any, field: str, path: str,
 
 def _max_concurrency(state: Map, effective: Any, flow: DataFlow) -> int:
     if state.max_concurrency_path is None:
-        return flow.number(state.max_concurrency, "MaxConcurrency", minimum=0)
+        limit: int = flow.number(state.max_concurrency, "MaxConcurrency", minimum=0)
+        return limit
     value = _limit_from_path(flow, effective, "MaxConcurrencyPath", state.max_concurrency_path)
     if value < 0:
         raise StatesError(RUNTIME, "Expected non-negative integer for MaxConcurrency, got "

@@ -157,7 +157,8 @@ def start_execution(integration: Integration, parameters: Any, execution: Execut
     child = Execution(name, child_input, execution.functions, execution.options,
                       machine.timeout_seconds, execution_name)
     started = time.time()
-    status, output, error = "SUCCEEDED", None, None
+    status, output = "SUCCEEDED", None
+    error: StatesError | None = None
     _nesting[child.name] = depth
     try:
         output = run(machine, child_input, child)

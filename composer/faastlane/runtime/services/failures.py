@@ -4,7 +4,8 @@ Retry and Catch match these names, so they follow what AWS reports (LocalStack's
 recorded snapshots of the service tasks, tests/aws/services/stepfunctions/v2/services):
 
 - optimised integrations: ``<Service>.<Exception>``, the API's modelled exception or
-  else its error code, with ``Exception`` appended when it lacks it (``DynamoDB.ConditionalCheckFailedException``, ``SNS.NotFoundException``,
+  else its error code, with ``Exception`` appended when it lacks it
+  (``DynamoDB.ConditionalCheckFailedException``, ``SNS.NotFoundException``,
   ``SNS.InvalidParameterException``), the cause ``<message> (Service: AmazonSNS; Status
   Code: 404; Error Code: NotFound; Request ID: ...; Proxy: null)``;
 - ``aws-sdk``: ``<Service>.<ExceptionClass>`` named after the AWS SDK for Java v2
