@@ -190,5 +190,5 @@ def contains(output: Any, expected: Any) -> bool:
             k in output and contains(output[k], v) for k, v in expected.items())
     if isinstance(expected, list):
         return (isinstance(output, list) and len(output) == len(expected)
-                and all(contains(o, e) for o, e in zip(output, expected)))
-    return output == expected
+                and all(contains(o, e) for o, e in zip(output, expected, strict=True)))
+    return bool(output == expected)

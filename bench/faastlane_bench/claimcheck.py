@@ -50,7 +50,8 @@ class S3Store:
 
     def get(self, url: str) -> bytes:
         bucket, _, key = url.removeprefix("s3://").partition("/")
-        return self.client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        data: bytes = self.client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        return data
 
 
 def encoded_size(value: Any) -> int:

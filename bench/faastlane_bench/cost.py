@@ -28,7 +28,8 @@ PRICES = Path(__file__).with_name("prices.json")
 
 
 def load_prices(path: Path = PRICES) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+    prices: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return prices
 
 
 def _billed_ms(duration_ms: float, granularity_ms: int) -> float:
@@ -39,7 +40,7 @@ def lambda_cost(duration_ms: float, memory_mb: int, prices: dict[str, Any]) -> f
     """One Lambda invocation: the request plus billed duration x configured memory."""
     price = prices["lambda"]
     seconds = _billed_ms(duration_ms, price["duration_granularity_ms"]) / 1000
-    return price["per_request"] + seconds * memory_mb / 1024 * price["per_gb_second"]
+    return float(price["per_request"] + seconds * memory_mb / 1024 * price["per_gb_second"])
 
 
 def express_cost(duration_ms: float, memory_mb: int, prices: dict[str, Any]) -> float:
@@ -47,7 +48,7 @@ def express_cost(duration_ms: float, memory_mb: int, prices: dict[str, Any]) -> 
     seconds = _billed_ms(duration_ms, price["duration_granularity_ms"]) / 1000
     chunk = price["memory_chunk_mb"]
     memory_gb = math.ceil(memory_mb / chunk) * chunk / 1024
-    return price["per_request"] + seconds * memory_gb * price["per_gb_second"]
+    return float(price["per_request"] + seconds * memory_gb * price["per_gb_second"])
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from faastlane.runtime.cpus import affinity_cpus
 
@@ -67,6 +67,12 @@ class Config:
         # The output check is the only warm-up: a smoke run measures nothing.
         return cls(rounds=2, scalability_rounds=0, handoff_rounds=2, warmup=0,
                    slow_rounds=2, throughput_seconds=-1.0, pool_size=1, quick=True)
+
+
+class ProgressSink(Protocol):
+    """Where a run says how it goes: :class:`Progress`, or own_app's bar."""
+
+    def say(self, message: str) -> None: ...
 
 
 class Progress:
@@ -178,7 +184,10 @@ def _throughput(run: SystemRun, config: Config) -> dict[str, Any]:
 
 def _summarise(run: SystemRun) -> dict[str, Any]:
     samples = run.samples
-    column = lambda key: [s[key] for s in samples]  # noqa: E731
+
+    def column(key: str) -> list[float]:
+        return [s[key] for s in samples]
+
     half = len(samples) // 2
     edges = {name: {"median_ms": stats.median(gaps), "p99_ms": stats.percentile(gaps, 99),
                     "n": len(gaps)} for name, gaps in group_handoffs(run.edges).items()}
@@ -205,7 +214,7 @@ def _summarise(run: SystemRun) -> dict[str, Any]:
 
 
 def run_workload(workload: Workload, systems: list[SystemSpec], config: Config,
-                 rounds: int, progress: Progress, log: TextIO,
+                 rounds: int, progress: ProgressSink, log: TextIO,
                  throughput: bool, started: list[SystemRun] | None = None,
                  on_round: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """One workload on ``systems`` (``started``: their workers, if already running;

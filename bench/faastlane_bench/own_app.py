@@ -81,7 +81,8 @@ def systems_for(workload: Workload) -> tuple[list[SystemSpec], list[str]]:
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind((HOST, 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 @contextmanager
@@ -228,7 +229,10 @@ def summary_table(document: dict[str, Any]) -> str:
                      _ms(system["interaction_ms"]["median"]), _x(ratios[0]), _x(ratios[1]),
                      agrees + failed])
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+
+    def line(cells: list[Any]) -> str:  # every row has a cell per column
+        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True))
+
     out = [f"{workload['name']}: {workload['rounds']} rounds per system, interleaved "
            "(ratios: the baseline's median / the system's; above 1x is faster)",
            line(header), line(["-" * w for w in widths])]

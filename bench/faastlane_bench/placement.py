@@ -151,7 +151,7 @@ def profile_platform(vcpus: int, scratch: Path) -> dict[str, Any]:
         def call(params: dict[str, Any]) -> Any:
             return invoker.invoke(params, 120)
 
-        profile = call({"max_processes": vcpus + 1, "target_seconds": 0.05})
+        profile: dict[str, Any] = call({"max_processes": vcpus + 1, "target_seconds": 0.05})
         profile["handoff"].update(handoff.measure_invoke(call))
     finally:
         controller.close()
@@ -249,7 +249,8 @@ def run(config: Config, progress_stream: TextIO = sys.stderr) -> dict[str, Any]:
 
 
 def _median(point: dict[str, Any], name: str) -> float:
-    return point["systems"][name]["end_to_end_ms"]["median"]
+    median: float = point["systems"][name]["end_to_end_ms"]["median"]
+    return median
 
 
 def markdown(document: dict[str, Any]) -> str:

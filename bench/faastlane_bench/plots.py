@@ -126,7 +126,7 @@ def plot_all(document: dict[str, Any], folder: Path) -> list[Path]:
         for name in scal[-1]["systems"]:
             points = [(w["size"], w["systems"][name]["end_to_end_ms"]["median"])
                       for w in scal if name in w["systems"]]
-            ax.plot(*zip(*points), marker="o", label=name)
+            ax.plot(*zip(*points, strict=True), marker="o", label=name)
         ax.set_xlabel("FINRA audit rules (parallel Map iterations)")
         ax.set_ylabel("median end-to-end (ms)")
         ax.set_title("FINRA scalability")
@@ -144,7 +144,7 @@ def plot_all(document: dict[str, Any], folder: Path) -> list[Path]:
                 if gaps:
                     points.append((w["size"], sorted(gaps)[len(gaps) // 2]))
             if points:
-                ax.plot(*zip(*points), marker="o", label=name)
+                ax.plot(*zip(*points, strict=True), marker="o", label=name)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("payload (bytes)")

@@ -32,7 +32,7 @@ def _stat_fields(pid: int) -> list[str] | None:
 
 
 def _children(pid: int) -> list[int]:
-    found = []
+    found: list[int] = []
     for task in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
         try:
             with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as handle:

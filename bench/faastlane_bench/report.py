@@ -53,7 +53,8 @@ def comparisons(workload: dict[str, Any]) -> list[dict[str, Any]]:
                                                       theirs["throughput"]["rpm"])
             # Reproducibility: the same ratio from the first and the second half of rounds.
             halves = [stats.ratio(t, m) for t, m in zip(theirs["halves_end_to_end_ms"],
-                                                        mine["halves_end_to_end_ms"])]
+                                                        mine["halves_end_to_end_ms"],
+                                                        strict=True)]
             row["speedup_halves"] = halves
             row["speedup_halves_spread_pct"] = (abs(halves[0] - halves[1]) / min(halves) * 100
                                                 if all(h > 0 for h in halves) else math.nan)

@@ -66,7 +66,7 @@ def serve(spec: dict[str, Any]) -> int:
         raise
     answer({"ready": True, "pid": os.getpid()})
 
-    def handle(request: dict[str, Any]) -> None:
+    def handle_request(request: dict[str, Any]) -> None:
         try:
             result = system.run(inputs[request["input"]], request.get("traced", True))
             answer({"id": request["id"], **result.to_json(request.get("output", False))})
@@ -78,7 +78,7 @@ def serve(spec: dict[str, Any]) -> int:
         request = json.loads(line)
         if request.get("op") == "quit":
             break
-        thread = threading.Thread(target=handle, args=(request,), daemon=True)
+        thread = threading.Thread(target=handle_request, args=(request,), daemon=True)
         thread.start()
         threads.append(thread)
     for thread in threads:

@@ -20,6 +20,8 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
+from types import ModuleType
+from typing import TextIO
 
 from faastlane.app.folder import WORKFLOW_FILE
 from faastlane.app.project.local_aws import local_resources
@@ -60,14 +62,16 @@ APP_HELP = ("the app folder, or a SAM / CloudFormation template (YAML or JSON) h
 PLUGIN_GROUP = "faastlane.commands"
 
 
-def _plugins() -> list:
+def _plugins() -> list[ModuleType]:
     # Once per module: an environment can hold two distributions naming the same one
     # (faastlane_bench moved from faastlane-bench into faastlane).
     modules = {entry.value: entry for entry in entry_points(group=PLUGIN_GROUP)}
     return [entry.load() for entry in modules.values()]
 
 
-def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+def _parser(
+    plugins: list[ModuleType],
+) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The CLI's parser, and each command's own parser (its usage for its errors)."""
     parser = argparse.ArgumentParser(
         prog="faastlane",
@@ -128,7 +132,7 @@ def _parser(plugins: list) -> tuple[argparse.ArgumentParser, dict[str, argparse.
     return parser, commands.choices
 
 
-def _print_problems(problems: list[Problem], app: str, stream) -> None:
+def _print_problems(problems: list[Problem], app: str, stream: TextIO) -> None:
     """Each problem on one line, in its file: ``APP/workflow.json: /States/A/Next: ...``."""
     for problem in problems:
         stream.write(problem.render(app) + "\n")

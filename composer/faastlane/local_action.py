@@ -19,7 +19,7 @@ def scratch_parent() -> str | None:
     return "/var/tmp"
 
 
-def stop(process: subprocess.Popen, grace_seconds: float = 5.0) -> None:
+def stop(process: subprocess.Popen[bytes], grace_seconds: float = 5.0) -> None:
     """SIGTERM the Orchestrator (its handler stops what it started); whatever is left
     after the grace period is killed, its descendants first."""
     if process.poll() is None:

@@ -18,7 +18,10 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:  # imported only when drawn (start-up time)
+    from rich.progress import Progress, TaskID
 
 PREFIX = "faastlane"
 QUIET_VARIABLE = "FAASTLANE_NO_PROGRESS"  # set: not even the plain lines
@@ -50,8 +53,8 @@ def say(message: str) -> None:
 class Steps:
     """A step made of ``total`` parts (``None``: unknown); :meth:`advance` marks one."""
 
-    def __init__(self, description: str, total: int | None, live: object | None,
-                 task: object | None) -> None:
+    def __init__(self, description: str, total: int | None, live: Progress | None,
+                 task: TaskID | None) -> None:
         self.description = description
         self.total = total
         self.done = 0
@@ -62,6 +65,7 @@ class Steps:
     def advance(self, note: str = "", parts: int = 1) -> None:
         self.done += parts
         if self._live is not None:
+            assert self._task is not None  # given with live
             detail = f"{self.description}: {note}" if note else self.description
             self._live.update(self._task, advance=parts, description=detail)
         elif note and (not self.total or self.done >= self.total

@@ -18,6 +18,7 @@ import ctypes
 import errno
 import os
 import platform
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -69,6 +70,8 @@ def probe_pkey_alloc() -> PkeyProbe:
     except OSError as exc:
         return PkeyProbe(False, None, f"no C library to call: {exc}")
     machine = platform.machine()
+    allocate: Callable[[], int]
+    free: Callable[[int], object]
     if hasattr(libc, "pkey_alloc"):
         allocate = lambda: libc.pkey_alloc(0, 0)  # noqa: E731
         free = libc.pkey_free

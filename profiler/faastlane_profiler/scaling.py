@@ -81,7 +81,7 @@ def knee(throughput: dict[int, float], min_gain: float = MIN_GAIN) -> int:
     process added at least ``min_gain`` of one process's throughput."""
     counts = sorted(throughput)
     best = counts[0] if counts else 1
-    for previous, current in zip(counts, counts[1:]):
+    for previous, current in zip(counts, counts[1:], strict=False):  # adjacent pairs
         if throughput[current] - throughput[previous] < min_gain * (current - previous):
             break
         best = current

@@ -101,7 +101,8 @@ def profile_docker(image: str, cpus: str | None, cpuset: str | None, memory_mb: 
             raise DeployError("docker is not installed (docker/ensure-dockerd.sh)") from None
     if done.returncode != 0:
         raise DeployError(f"the probe failed in {image}: {done.stderr.strip()[-500:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    profile: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return profile
 
 
 def profile_openwhisk(client: Any, name: str, kind: str, image: str | None,

@@ -31,7 +31,9 @@ class FaastlaneSystem:
         action = os.path.join(self.folder, "action")
         write_action(load(spec["app"], spec.get("planning", {})), action)
         sys.path.insert(0, action)
-        self.trace = importlib.import_module("faastlane_runtime.engine.trace")
+        # The action's own copy of the runtime's tracer, a module whose globals (its
+        # ``enabled`` switch) are set from here: Any to the checker, as the action is.
+        self.trace: Any = importlib.import_module("faastlane_runtime.engine.trace")
         # Only the functions use botocore in this process: every call is external. Spans
         # go into the trace, which carries them back from forked functions and branches.
         # Installed before the action loads: its warm pool workers fork at load time.

@@ -74,7 +74,8 @@ class DockerAction(ActionProcess):
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 class SpillingSystem:

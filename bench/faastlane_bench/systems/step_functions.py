@@ -16,7 +16,7 @@ import os
 import threading
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 from faastlane.app_source import load
@@ -28,11 +28,14 @@ from ..timeline import Span
 from .action_pool import ActionPool
 from .base import RunResult
 
+if TYPE_CHECKING:  # moto itself is imported only when the system starts (__init__)
+    from moto.core.config import DefaultConfig
+
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account, the one the examples' ARNs name
 FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:"
-MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True},
-               "lambda": {"use_docker": False}}
+MOTO_CONFIG: DefaultConfig = {"stepfunctions": {"execute_state_machine": True},
+                              "lambda": {"use_docker": False}}
 POLL_SECONDS = 0.001  # DescribeExecution polling, as a client waiting for the result
 EXECUTION_TIMEOUT = 600.0
 
@@ -91,6 +94,7 @@ class StepFunctionsSystem:
             lambda_client.create_function(
                 FunctionName=name, Runtime="python3.11", Role=role["Role"]["Arn"],
                 Handler="function.handler", Code={"ZipFile": _placeholder_package()})
+        assert app.workflow_text is not None  # load() refuses an unreadable workflow
         definition = json.loads(app.workflow_text)
         lambda_arns(definition["States"])
         self.sfn = boto3.client("stepfunctions", region_name=REGION)

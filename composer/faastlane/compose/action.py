@@ -53,7 +53,8 @@ JSONATA_PACKAGE, JSONATA_DISTRIBUTION = "jsonata", "jsonata-python"
 _RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                "runtime")
 
-_OPENWHISK_ENTRY = '''"""OpenWhisk entry point of this Faastlane action; as a script, the local CLI."""
+_OPENWHISK_ENTRY = '''\
+"""OpenWhisk entry point of this Faastlane action; as a script, the local CLI."""
 
 import os
 import sys
@@ -74,7 +75,8 @@ def main(args):
     return openwhisk_main(ORCHESTRATOR, args)
 '''
 
-_LAMBDA_ENTRY = '''"""AWS Lambda entry point of this Faastlane action: lambda_function.handler."""
+_LAMBDA_ENTRY = '''\
+"""AWS Lambda entry point of this Faastlane action: lambda_function.handler."""
 
 import os
 import sys
@@ -93,7 +95,7 @@ def handler(event, context):
 @dataclass
 class Composition:
     app: App
-    definition: dict
+    definition: dict[str, Any]
     workflow: Machine
     options: Options
     plan: dict[str, Any]
@@ -186,6 +188,7 @@ def _build(composition: Composition, out_dir: str) -> None:
     elif os.path.isdir(functions_src):
         shutil.copytree(functions_src, os.path.join(out_dir, FUNCTIONS_DIR),
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    assert app.workflow_text is not None  # an unreadable workflow is a problem: no plan
     files = {
         "orchestrator.py": render(app.name, composition.workflow, app.functions,
                                   composition.options),

@@ -54,7 +54,7 @@ from faastlane.runtime.options import (
     sandboxed_functions,
 )
 from faastlane.runtime.parallel.invokers import LAMBDA_PAYLOAD_LIMIT, OPENWHISK_PAYLOAD_LIMIT
-from faastlane.runtime.parallel.spill import state_keys
+from faastlane.runtime.parallel.protocol import state_keys
 
 from .costs import HandoffCosts
 from .costs import load as load_costs

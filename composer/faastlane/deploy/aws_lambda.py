@@ -104,7 +104,8 @@ class LambdaClient:
         answer = self._call(f"PublishLayerVersion {name}", self.client.publish_layer_version,
                             LayerName=name, Content={"ZipFile": code},
                             CompatibleRuntimes=[runtime], Description=description)
-        return answer["LayerVersionArn"]
+        arn: str = answer["LayerVersionArn"]
+        return arn
 
     def layer_versions(self, name: str) -> list[dict[str, Any]]:
         """Every version of layer ``name``, newest first (none if there is no such layer)."""
@@ -131,7 +132,8 @@ class LambdaClient:
             if "ResourceNotFoundException" in str(err.status):
                 return None
             raise
-        return answer.get("Configuration", {})
+        configuration: dict[str, Any] = answer.get("Configuration", {})
+        return configuration
 
     def exists(self, name: str) -> bool:
         return self.configuration(name) is not None
@@ -150,8 +152,9 @@ class LambdaClient:
 
     def update_function(self, spec: FunctionSpec) -> dict[str, Any]:
         code = {"ImageUri": spec.image_uri} if spec.image_uri else {"ZipFile": spec.code}
-        updated = self._call(f"UpdateFunctionCode {spec.name}",
-                             self.client.update_function_code, FunctionName=spec.name, **code)
+        updated: dict[str, Any] = self._call(
+            f"UpdateFunctionCode {spec.name}", self.client.update_function_code,
+            FunctionName=spec.name, **code)
         self._wait_updated(spec.name)
         # Memory and time limit only when given: a redeploy keeps what the function has.
         settings: dict[str, Any] = {key: value for key, value in (

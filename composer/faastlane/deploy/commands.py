@@ -13,6 +13,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from faastlane import progress
@@ -20,6 +21,7 @@ from faastlane.app.sources import load_app
 from faastlane.cli_options import planning, project_options, read_input
 
 from . import bundle, image_bundle
+from .archive import Archive
 from .aws_lambda import LambdaClient
 from .deployer import (
     check_lambda,
@@ -136,7 +138,7 @@ def _say(message: str) -> None:
     sys.stderr.write(f"faastlane: {message}\n")
 
 
-def _describe(archive: bundle.Archive) -> str:
+def _describe(archive: Archive) -> str:
     return f"{archive.path} ({archive.size:,} bytes, {archive.unzipped_size:,} unzipped)"
 
 
@@ -209,7 +211,9 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         for line in shadowed(environment, load_app(args.app, project_options(args)).functions):
             _say(line)
     # Progress covers the talking to the platform, once its configuration was checked.
-    deploying = lambda name: progress.step(f"deploying {name} to {args.target}")  # noqa: E731
+    def deploying(name: str) -> AbstractContextManager[progress.Steps]:
+        return progress.step(f"deploying {name} to {args.target}")
+
     with tempfile.TemporaryDirectory(prefix="faastlane-deploy-") as scratch:
         if args.target == "openwhisk":
             client = OpenWhiskClient(resolve(args.apihost, args.auth, args.namespace),

@@ -103,7 +103,8 @@ def ensure_layer(client: LambdaClient, layer: str, code: bytes, runtime: str, ow
     versions = client.layer_versions(layer)
     if versions and mark in versions[0].get("Description", ""):
         report(f"layer {layer} unchanged: version {versions[0]['Version']}")
-        return versions[0]["LayerVersionArn"]
+        arn: str = versions[0]["LayerVersionArn"]
+        return arn
     report(f"publish layer {layer} ({len(code)} bytes)")
     return client.publish_layer(layer, code, runtime, f"Faastlane: {what} {mark}")
 

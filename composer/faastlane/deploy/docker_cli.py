@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from typing import Any
 
 from .errors import DeployError
 
@@ -47,12 +48,13 @@ def require_engine() -> None:
                                 "(in a source checkout: docker/ensure-dockerd.sh)") from None
 
 
-def image_info(ref: str) -> dict[str, object] | None:
+def image_info(ref: str) -> dict[str, Any] | None:
     """``docker image inspect`` of a local image, or None when the engine has none."""
     try:
-        return json.loads(docker("image", "inspect", ref))[0]
+        info: dict[str, Any] = json.loads(docker("image", "inspect", ref))[0]
     except DockerFailed:
         return None
+    return info
 
 
 def build(context: str, tag: str) -> None:

@@ -108,7 +108,8 @@ def resolve_base(ref: str | None) -> BaseImage:
                           f"runtime image: docker/build.sh runtime in a source checkout) "
                           f"or docker pull it first")
     image_id = str(info["Id"])
-    cached = os.path.join(cache.cache_root(), "docker", f"python-{image_id.split(':')[-1][:16]}.json")
+    cached = os.path.join(cache.cache_root(), "docker",
+                          f"python-{image_id.split(':')[-1][:16]}.json")
     try:
         with open(cached, encoding="utf-8") as handle:
             probe = json.load(handle)

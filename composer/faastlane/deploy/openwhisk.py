@@ -94,7 +94,8 @@ class OpenWhiskClient:
                                     spec.body(self.config.namespace))
         if status != 200:
             raise ApiError(PLATFORM, f"PUT action {spec.name}", status, _message(answer))
-        return answer
+        action: dict[str, Any] = answer  # a 200's body: the stored action
+        return action
 
     def invoke(self, name: str, params: Any) -> Any:
         """A blocking invocation's result; InvocationFailed with the action's error result."""

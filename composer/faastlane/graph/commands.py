@@ -24,7 +24,7 @@ MARK = "faastlane graph"  # in every file written: what may be replaced
 FORMATS = (".svg", ".png", ".mmd", ".dot")
 
 
-def register(commands: argparse._SubParsersAction,
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
              add_planning: Callable[[argparse.ArgumentParser], None]) -> None:
     graph = commands.add_parser(
         "graph", help="draw an app's workflow (SVG, PNG, Mermaid or DOT)",

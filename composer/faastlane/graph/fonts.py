@@ -13,8 +13,10 @@ LEADING = 4  # pixels between lines
 
 
 @cache
-def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    return ImageFont.load_default(size=size)
+def font(size: int) -> ImageFont.FreeTypeFont:
+    loaded = ImageFont.load_default(size=size)
+    assert isinstance(loaded, ImageFont.FreeTypeFont)  # with a size: Pillow's TrueType font
+    return loaded
 
 
 def width(text: str, size: int) -> float:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from . import fonts
 from .model import Cluster, Diagram, Edge, Graph, Node
@@ -150,7 +151,7 @@ def _cluster_scene(cluster: Cluster, depth: int) -> Scene:
     titles = [(d.title, DETAIL_SIZE) for d in cluster.diagrams]
     title_h = fonts.line_height(DETAIL_SIZE)
     lanes_w = sum(max(s.width, fonts.width(t, DETAIL_SIZE)) + 2 * PAD_X
-                  for s, (t, _) in zip(lanes, titles)) + LANE_GAP * (len(lanes) - 1)
+                  for s, (t, _) in zip(lanes, titles, strict=True)) + LANE_GAP * (len(lanes) - 1)
     width = max(header_w, lanes_w) + 2 * CLUSTER_PAD
     lanes_h = max((s.height for s in lanes), default=0.0) + title_h + 2 * PAD_Y
     height = CLUSTER_PAD + header_h + PAD_Y + lanes_h + CLUSTER_PAD
@@ -162,7 +163,7 @@ def _cluster_scene(cluster: Cluster, depth: int) -> Scene:
         y += fonts.line_height(size)
     top = CLUSTER_PAD + header_h + PAD_Y
     x = CLUSTER_PAD + (width - 2 * CLUSTER_PAD - lanes_w) / 2
-    for inner, (title, _) in zip(lanes, titles):
+    for inner, (title, _) in zip(lanes, titles, strict=True):
         lane_w = max(inner.width, fonts.width(title, DETAIL_SIZE)) + 2 * PAD_X
         scene.lanes.append(Box(x, top, lane_w, lanes_h))
         scene.captions.append(Caption(x + PAD_X / 2, top + PAD_Y / 2, title, DETAIL_SIZE))
@@ -239,13 +240,22 @@ def _ranks(order: list[str], arcs: list[tuple[str, str]]) -> dict[str, int]:
 
 def _crossings(layers: list[list[str]], links: dict[str, list[str]]) -> int:
     total = 0
-    for upper, lower in zip(layers, layers[1:]):
+    for upper, lower in zip(layers, layers[1:], strict=False):  # adjacent pairs
         where = {v: i for i, v in enumerate(lower)}
         pairs = [(i, where[t]) for i, v in enumerate(upper) for t in links.get(v, ())
                  if t in where]
         total += sum(1 for a in range(len(pairs)) for b in range(a + 1, len(pairs))
                      if (pairs[a][0] - pairs[b][0]) * (pairs[a][1] - pairs[b][1]) < 0)
     return total
+
+
+def _barycenter(where: dict[str, int], neighbours: dict[str, list[str]],
+                item: tuple[int, str]) -> float:
+    """Where a vertex (``item``: its index in its layer, its id) sorts: the mean position
+    of its neighbours in the reference layer (``where``), else where it is."""
+    index, vertex = item
+    linked = [where[n] for n in neighbours.get(vertex, ()) if n in where]
+    return sum(linked) / len(linked) if linked else float(index)
 
 
 def _order(layers: list[list[str]], down: dict[str, list[str]],
@@ -259,13 +269,7 @@ def _order(layers: list[list[str]], down: dict[str, list[str]],
         neighbours = up if sweep % 2 == 0 else down
         for k in indexes:
             ref = current[k - 1] if sweep % 2 == 0 else current[k + 1]
-            where = {v: i for i, v in enumerate(ref)}
-
-            def key(item: tuple[int, str]) -> float:
-                index, vertex = item
-                linked = [where[n] for n in neighbours.get(vertex, ()) if n in where]
-                return sum(linked) / len(linked) if linked else float(index)
-
+            key = partial(_barycenter, {v: i for i, v in enumerate(ref)}, neighbours)
             current[k] = [v for _, v in sorted(enumerate(current[k]), key=key)]
         count = _crossings(current, down)
         if count < best_count:
@@ -293,7 +297,7 @@ def _place(row: list[_Vertex], desired: list[float]) -> list[float]:
         right[i] = min(right[i], right[i + 1] - seps[i])
     for i in range(1, n):
         right[i] = max(right[i], right[i - 1] + seps[i - 1])
-    return [(a + b) / 2 for a, b in zip(left, right)]
+    return [(a + b) / 2 for a, b in zip(left, right, strict=True)]
 
 
 def _positions(rows: list[list[_Vertex]], down: dict[str, list[str]],
@@ -313,7 +317,7 @@ def _positions(rows: list[list[_Vertex]], down: dict[str, list[str]],
                 if sweep >= POSITION_PASSES - 2:  # the last passes: both sides
                     linked += [vertices[n].x for n in other.get(vertex.id, ())]
                 desired.append(sum(linked) / len(linked) if linked else vertex.x)
-            for vertex, x in zip(row, _place(row, desired)):
+            for vertex, x in zip(row, _place(row, desired), strict=True):
                 vertex.x = x
 
 
@@ -337,7 +341,7 @@ def diagram_scene(diagram: Diagram, depth: int = 0) -> Scene:
     chains: list[list[str]] = []
     down: dict[str, list[str]] = {}
     up: dict[str, list[str]] = {}
-    for index, (edge, (u, v)) in enumerate(zip(edges, arcs)):
+    for index, (edge, (u, v)) in enumerate(zip(edges, arcs, strict=True)):
         chain = [u]
         first, last = vertices[u].layer, vertices[v].layer
         label = wrap(edge.label) if edge.label else []
@@ -351,7 +355,7 @@ def diagram_scene(diagram: Diagram, depth: int = 0) -> Scene:
             chain.append(dummy.id)
         chain.append(v)
         chains.append(chain)
-        for a, b in zip(chain, chain[1:]):
+        for a, b in zip(chain, chain[1:], strict=False):  # adjacent pairs
             down.setdefault(a, []).append(b)
             up.setdefault(b, []).append(a)
     depth_layers = max((v.layer for v in vertices.values()), default=0) + 1
@@ -382,7 +386,7 @@ def diagram_scene(diagram: Diagram, depth: int = 0) -> Scene:
         vertex.x -= left
         if vertex.scene is not None:
             scene.merge(vertex.scene, vertex.x - vertex.w / 2, vertex.y)
-    for index, (edge, chain) in enumerate(zip(edges, chains)):
+    for index, (edge, chain) in enumerate(zip(edges, chains, strict=True)):
         scene.routes.append(_route(edge, [vertices[v] for v in chain], tops, heights,
                                    index in back, down, up, vertices))
     for edge in loops:

@@ -51,7 +51,7 @@ class PngCanvas:
         colour = _hex(stroke)
         scaled = self._pts(points)
         if dashed:
-            for (ax, ay), (bx, by) in zip(scaled, scaled[1:]):
+            for (ax, ay), (bx, by) in zip(scaled, scaled[1:], strict=False):  # each segment
                 length = math.hypot(bx - ax, by - ay)
                 step = (DASH + GAP) * SCALE
                 at = 0.0

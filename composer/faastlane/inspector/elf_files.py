@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.constants import P_FLAGS, SH_FLAGS
+from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
@@ -103,8 +104,9 @@ def _parse(path: str, data: bytes) -> ElfImage:
                 and section["sh_size"]:
             sections.append((section.name, section["sh_offset"], section["sh_size"],
                              section["sh_addr"]))
-        if section["sh_type"] == "SHT_DYNAMIC":
-            needed.extend(tag.needed for tag in section.iter_tags()
+        if isinstance(section, DynamicSection):  # pyelftools' kind of an SHT_DYNAMIC one
+            # A DT_NEEDED tag's .needed is set with setattr: the checker cannot see it.
+            needed.extend(tag.needed for tag in section.iter_tags()  # type: ignore[attr-defined]
                           if tag.entry.d_tag == "DT_NEEDED")
     if elf.num_segments() == 0:
         ranges = [CodeRange(offset, size, address, f"section {name}")

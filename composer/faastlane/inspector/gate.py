@@ -57,7 +57,7 @@ def compile_gate(source: str = GATE_SOURCE, cflags: tuple[str, ...] = ("-O2",)) 
 
 def _from_module() -> bytes | None:
     try:
-        import _faastlane  # type: ignore[import-not-found]
+        import _faastlane
     except ImportError:
         return None
     code: bytes = _faastlane.gate_code()

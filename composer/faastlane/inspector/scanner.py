@@ -12,7 +12,13 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from faastlane.runtime.isolation.pkru_scan import WRPKRU, WRPKRU_KIND, scan_code
+from faastlane.runtime.isolation.pkru_scan import (
+    WRPKRU,
+    WRPKRU_KIND,
+    CodeRange,
+    Occurrence,
+    scan_code,
+)
 
 from .disassembly import disassemble
 from .elf_files import ElfImage, is_elf, read_elf
@@ -37,7 +43,9 @@ class _LazyGate:
     """The runtime's gate, fetched the first time a WRPKRU needs judging."""
 
     def __init__(self, gate: bytes | None = None) -> None:
-        self.gate, self.note, self._asked = gate, None, gate is not None
+        self.gate = gate
+        self.note: str | None = None  # why there is no gate, once asked
+        self._asked = gate is not None
 
     def get(self) -> bytes | None:
         if not self._asked:
@@ -106,7 +114,8 @@ def inspect_file(target: Target, lazy: _LazyGate, waivers: list[Waiver]) -> File
     return result
 
 
-def _finding(image: ElfImage, label: str, code_range, occurrence, waiver) -> Finding:
+def _finding(image: ElfImage, label: str, code_range: CodeRange, occurrence: Occurrence,
+             waiver: Waiver | None) -> Finding:
     vaddr = code_range.vaddr + occurrence.start
     file_offset = code_range.file_offset + occurrence.start
     code = disassemble(image, code_range, occurrence)

@@ -14,7 +14,7 @@ FOLDER, SAM = "folder", "sam"
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}\Z")  # also a Lambda/OpenWhisk name
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     init = commands.add_parser(
         "init", help="make a new app that runs at once",
         description="Write a new app into DIR (new or empty; nothing is overwritten): a "

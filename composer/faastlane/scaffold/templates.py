@@ -5,6 +5,7 @@ Faastlane app uses and runs on a plain ``pip install``."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 VALIDATE = '''"""Check an order and compute its total."""
 
@@ -41,11 +42,11 @@ def handler(event, context):
 FUNCTIONS = {"ValidateOrder": VALIDATE, "ReviewLargeOrder": REVIEW, "MakeReceipt": RECEIPT}
 
 
-def _task(function: str, resource: str, **fields: object) -> dict:
+def _task(function: str, resource: str, **fields: object) -> dict[str, Any]:
     return {"Type": "Task", "Resource": resource.format(function=function), **fields}
 
 
-def workflow(resource: str) -> dict:
+def workflow(resource: str) -> dict[str, Any]:
     """The workflow; ``resource`` is how a Task names its function (an ARN pattern for
     the folder form, a definition substitution for SAM)."""
     return {

@@ -22,7 +22,7 @@ from .openwhisk_api import PREFIX
 from .workflow import ChildDied, WarmWorkflow
 
 
-def register(commands: argparse._SubParsersAction,
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
              add_planning: Callable[[argparse.ArgumentParser], None]) -> None:
     serve = commands.add_parser(
         "serve", help="serve a workflow on local Lambda and OpenWhisk endpoints",

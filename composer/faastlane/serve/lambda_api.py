@@ -19,6 +19,7 @@ import threading
 import urllib.parse
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from .workflow import ChildDied, WarmWorkflow
 
@@ -89,7 +90,7 @@ def invoke(workflow: WarmWorkflow, raw_name: str, invocation_type: str, body: by
     return _json(200, error, **headers, **{"X-Amz-Function-Error": "Unhandled"})
 
 
-def _quietly(workflow: WarmWorkflow, value: dict) -> None:
+def _quietly(workflow: WarmWorkflow, value: dict[str, Any]) -> None:
     try:
         workflow.call(value)
     except ChildDied:

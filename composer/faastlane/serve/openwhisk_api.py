@@ -83,7 +83,8 @@ class OpenWhiskApi:
             return _json(status, record["response"]["result"])
         return _json(status, record)
 
-    def _activate(self, namespace: str, activation: str, params: dict) -> dict[str, Any]:
+    def _activate(self, namespace: str, activation: str,
+                  params: dict[str, Any]) -> dict[str, Any]:
         start = int(time.time() * 1000)
         context = {"activation_id": activation, "namespace": namespace,
                    "action_name": f"/{namespace}/{self.workflow.name}",

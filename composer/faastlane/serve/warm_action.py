@@ -20,7 +20,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 OPENWHISK, LAMBDA = "openwhisk", "lambda"
 
@@ -34,10 +34,15 @@ def _lambda_handler(action_dir: str) -> Any:
     return module.handler
 
 
-def dispatcher(action_dir: str, openwhisk_main: Any) -> Any:
+def dispatcher(action_dir: str,
+               openwhisk_main: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The entry the launcher loop calls with each request's ``value``."""
     lambda_handler = _lambda_handler(action_dir)
-    from faastlane_runtime.engine.lambda_context import LambdaContext  # the action's own
+    # The action's own runtime: for the checker, the same module installed.
+    if TYPE_CHECKING:
+        from faastlane.runtime.engine.lambda_context import LambdaContext
+    else:
+        from faastlane_runtime.engine.lambda_context import LambdaContext
 
     def call(value: dict[str, Any]) -> dict[str, Any]:
         if value.get("api") == LAMBDA:
@@ -64,14 +69,20 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.pop(0)
     action_dir = os.path.abspath(args.action_dir)
     sys.path.insert(0, action_dir)
-    from faastlane_runtime.platforms.action_launcher import launch
+    if TYPE_CHECKING:  # as in dispatcher
+        from faastlane.runtime.platforms.action_launcher import launch
+    else:
+        from faastlane_runtime.platforms.action_launcher import launch
 
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
 
     def prepare(entry: Callable[[Any], Any]) -> Callable[[Any], Any]:
         # A signal stops this process and whatever the Orchestrator started (sandboxes,
         # forked workers), as it does a local run.
-        from faastlane_runtime.platforms import shutdown
+        if TYPE_CHECKING:
+            from faastlane.runtime.platforms import shutdown
+        else:
+            from faastlane_runtime.platforms import shutdown
 
         shutdown.install()
         return dispatcher(action_dir, entry)

@@ -48,7 +48,8 @@ class WarmWorkflow:
                 fault = self.launcher.fault()
                 self._retire()
                 raise ChildDied(fault or "the Orchestrator process exited")
-        return json.loads(answer)
+        result: dict[str, Any] = json.loads(answer)
+        return result
 
     def _retire(self) -> None:
         if self.launcher is not None:

@@ -114,7 +114,8 @@ class ChoiceChecks(Checker):
         for key in comparators[1:]:
             self.report(
                 child(where, key),
-                f"{key}: a Choice rule has exactly one comparison operator ({comparators[0]} is already used)",
+                f"{key}: a Choice rule has exactly one comparison operator "
+                f"({comparators[0]} is already used)",
             )
         self.operand(comparators[0], rule[comparators[0]], child(where, comparators[0]))
 

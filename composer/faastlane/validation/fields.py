@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from faastlane.runtime.asl.model import JSONATA, JSONPATH
+# Re-exported: the validator's modules name the languages F.JSONPATH and F.JSONATA.
+from faastlane.runtime.asl.model import JSONATA as JSONATA
+from faastlane.runtime.asl.model import JSONPATH as JSONPATH
 
 QUERY_LANGUAGES = (JSONPATH, JSONATA)
 
@@ -70,8 +72,9 @@ STATE_FIELDS: dict[str, StateFields] = {
         "Arguments Output",
     ),
     "Map": _fields(
-        f"{_COMMON} ItemProcessor Iterator ItemReader ItemSelector ItemBatcher ResultWriter MaxConcurrency"
-        f" ToleratedFailurePercentage ToleratedFailureCount Label {_FLOW} {_ERRORS} Assign",
+        f"{_COMMON} ItemProcessor Iterator ItemReader ItemSelector ItemBatcher ResultWriter"
+        f" MaxConcurrency ToleratedFailurePercentage ToleratedFailureCount Label {_FLOW}"
+        f" {_ERRORS} Assign",
         "InputPath OutputPath ItemsPath Parameters ResultSelector ResultPath MaxConcurrencyPath"
         " ToleratedFailurePercentagePath ToleratedFailureCountPath",
         "Items Output",

@@ -3,9 +3,9 @@
 Step Functions evaluates a string as JSONata when it is written ``"{% <expression> %}"``
 in a JSONata state, and rejects a definition whose expressions do not parse. This module
 is the validator's syntax checker (the runtime evaluates expressions with the
-jsonata-python engine, ``runtime/asl/jsonata.py``): a tokenizer and a Pratt parser that follow the reference
-implementation's grammar (jsonata-js ``parser.js``: the same operators, binding powers
-and constructs), building no tree.
+jsonata-python engine, ``runtime/asl/jsonata.py``): a tokenizer and a Pratt parser that
+follow the reference implementation's grammar (jsonata-js ``parser.js``: the same
+operators, binding powers and constructs), building no tree.
 """
 
 from __future__ import annotations

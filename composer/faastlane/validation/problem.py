@@ -113,7 +113,9 @@ def _file_order(file: str) -> tuple[int, str]:
     return ({WORKFLOW_FILE: 0, "faastlane.json": 1}.get(file, 2), file)
 
 
-def sort_key(problem: Problem) -> tuple:
+def sort_key(
+    problem: Problem,
+) -> tuple[bool, tuple[int, str], list[tuple[int, int, str]], int, str]:
     """Order problems by importance (root causes before their likely consequences), then
     by file, then by pointer (document order of arrays kept) or line, then by message."""
     tokens = problem.pointer.split("/")[1:] if problem.pointer else []

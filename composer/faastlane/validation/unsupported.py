@@ -40,7 +40,7 @@ def _machine(machine: Any, base: str, problems: list[Problem]) -> None:
             _machine(branch, child(where, "Branches", i), problems)
 
 
-def unsupported_features(definition: dict) -> list[Problem]:
+def unsupported_features(definition: dict[str, Any]) -> list[Problem]:
     """Problems for every field of a valid workflow that the runtime would not honour."""
     problems: list[Problem] = []
     _machine(definition, "", problems)

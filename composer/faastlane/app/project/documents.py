@@ -98,6 +98,7 @@ def _convert(loader: _Loader, node: yaml.Node, where: str, doc: Document) -> Any
     if isinstance(node, yaml.SequenceNode):
         return [_convert(loader, item, child(where, index), doc)
                 for index, item in enumerate(node.value)]
+    assert isinstance(node, yaml.ScalarNode)  # the one other kind of node
     return _scalar(loader, node)
 
 

@@ -28,7 +28,9 @@ class TemplateReader(Protocol):
 
     root: str
     resolver: Resolver
-    at: _Places
+
+    @property  # read only, so the reader's own kind of places (template.Located) will do
+    def at(self) -> _Places: ...
 
 # The properties read (resolved); the others (Events, Policies, ...) do not matter here.
 _READ = ("CodeUri", "Code", "InlineCode", "Handler", "Runtime", "PackageType", "Environment",
@@ -124,7 +126,7 @@ def read_function(reader: TemplateReader, resource: Resource, name: str,
         environment = {key: value if isinstance(value, str) else
                        str(value).lower() if isinstance(value, bool) else str(value)
                        for key, value in (environment or {}).items()}
-        settings = {"environment": environment}
+        settings: dict[str, Any] = {"environment": environment}
         if "Timeout" in props:
             settings["timeout"] = _number(props["Timeout"], resource.at("Timeout"), "Timeout")
         if "MemorySize" in props:

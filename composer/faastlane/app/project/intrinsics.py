@@ -84,7 +84,8 @@ class Resolver:
             raise Unresolved(f"{what} must be a string, not {type(resolved).__name__}", where)
         return resolved
 
-    def _list(self, value: Any, where: str, what: str, length: int | None = None) -> list:
+    def _list(self, value: Any, where: str, what: str,
+              length: int | None = None) -> list[Any]:
         resolved = self.resolve(value, where)
         if not isinstance(resolved, list) or (length is not None and len(resolved) != length):
             shape = "a list" if length is None else f"a list of {length}"
@@ -142,7 +143,7 @@ class Resolver:
         resolved = self.resolve(value, where)
         if isinstance(resolved, bool):
             return resolved
-        if resolved in ("true", "false"):
+        if isinstance(resolved, str) and resolved in ("true", "false"):
             return resolved == "true"
         raise Unresolved("a condition must be Fn::Equals, Fn::And, Fn::Or, Fn::Not or "
                          "Condition", where)

@@ -413,6 +413,7 @@ class _Reader:
         if function is not None:
             project.functions[name] = function
         else:
+            assert problem is not None  # read_function gives one or the other
             project.unusable[name] = problem
 
 
