@@ -65,7 +65,7 @@ def test_any_state_names_compose_and_run(names: list[str], action: Path,
                                          tmp_path_factory: pytest.TempPathFactory) -> None:
     app = _app(tmp_path_factory.mktemp("app"), names)
     composition = prepare(str(app))
-    source = render("wf", composition.workflow, {}, composition.options)
+    source = render("wf", composition.workflow, {}, composition.plan)
     namespace = {"__file__": str(action / "orchestrator.py"), "__name__": "orchestrator"}
     exec(compile(source, "orchestrator.py", "exec"), namespace)  # noqa: S102 - the test
     orchestrator = namespace["ORCHESTRATOR"]

@@ -191,7 +191,7 @@ def _build(composition: Composition, out_dir: str) -> None:
     assert app.workflow_text is not None  # an unreadable workflow is a problem: no plan
     files = {
         "orchestrator.py": render(app.name, composition.workflow, app.functions,
-                                  composition.options),
+                                  composition.plan),
         "plan.json": json.dumps(composition.plan, indent=2) + "\n",
         WORKFLOW_FILE: app.workflow_text,
         "__main__.py": _OPENWHISK_ENTRY,

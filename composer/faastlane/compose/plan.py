@@ -228,7 +228,8 @@ def _describe(state: State, options: Options, decided: tuple[str, str] | None,
                 entry["reason"] += f"; a group kept in this container runs {local}"
         if entry["placement"] == CONTAINERS:
             entry["max_containers"] = options.max_containers
-            # The runtime reads these back (remote.py) to choose how many containers.
+            # The runtime reads these back (parallel/policy.py) to choose how many
+            # containers.
             entry["handoff"] = {
                 **costs.to_json(), "break_even_round_ms": break_even_round_ms(costs),
                 "payload_limit_bytes": {"openwhisk": OPENWHISK_PAYLOAD_LIMIT,
