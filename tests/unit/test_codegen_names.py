@@ -68,7 +68,7 @@ def test_any_state_names_compose_and_run(names: list[str], action: Path,
     source = render("wf", composition.workflow, {}, composition.plan)
     namespace = {"__file__": str(action / "orchestrator.py"), "__name__": "orchestrator"}
     exec(compile(source, "orchestrator.py", "exec"), namespace)  # noqa: S102 - the test
-    orchestrator = namespace["ORCHESTRATOR"]
+    orchestrator = namespace["build"]()
     try:
         result = orchestrator.execute({"visited": [None] * len(names)})
     finally:

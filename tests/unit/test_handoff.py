@@ -241,21 +241,23 @@ def test_a_relay_to_a_function_that_does_not_exist_fails_instead_of_waiting(
 
 
 def test_an_execution_that_calls_functions_elsewhere_is_not_relayed(tmp_path: Path) -> None:
-    """The benchmark's OpenWhisk-style controller overrides call_function."""
+    """A mode that calls functions elsewhere (the benchmark's OpenWhisk-style controller)."""
     from faastlane.runtime.engine.execution import Execution
     from faastlane.runtime.engine.functions import FunctionRegistry
+    from faastlane.runtime.engine.modes import Mode
     from faastlane.runtime.interpreter.states import run_machine
     from faastlane.runtime.options import Options
 
-    class Elsewhere(Execution):
-        def call_function(self, state_name: str, function: str, event: Any,
-                          timeout_seconds: float | None, placement: str) -> Any:
+    class Elsewhere(Mode):
+        def call(self, execution: Execution, state_name: str, function: str, event: Any,
+                 timeout_seconds: float | None, planned: str) -> Any:
             return {**event, state_name: f"elsewhere:{function}"}
 
     workflow = orchestrator(tmp_path, {"A": task("Where", Next="B"),
                                        "B": task("Where", End=True)},
                             {"Where": WHERE}).workflow
-    execution = Elsewhere("app", {}, FunctionRegistry(str(tmp_path), {}), Options())
+    execution = Execution("app", {}, FunctionRegistry(str(tmp_path), {}), Options(),
+                          mode=Elsewhere(Options()))
     assert run_machine(workflow, {}, execution) == {"A": "elsewhere:Where",
                                                    "B": "elsewhere:Where"}
 

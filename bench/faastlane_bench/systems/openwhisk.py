@@ -2,9 +2,10 @@
 
 The controller runs the workflow with Faastlane's own state engine
 (``runtime/interpreter/states.py``: the same ASL semantics, so outputs are comparable),
-through an :class:`Execution` whose :meth:`call_function` is an activation instead of a
-local call: the event is serialised to JSON and POSTed to ``/run`` of a warm action
-process of that function (:mod:`.action_pool`); its JSON result comes back the same way.
+through an :class:`Execution` whose isolation mode (:class:`Controller`) calls a function
+by an activation instead of a local call: the event is serialised to JSON and POSTed to
+``/run`` of a warm action process of that function (:mod:`.action_pool`); its JSON result
+comes back the same way.
 Parallel branches and Map iterations are concurrent activations (controller threads,
 waiting on HTTP), limited by the containers available. An activation carries at most
 1 MB, OpenWhisk's default payload limit: larger parts of the state go through S3 as
@@ -22,6 +23,7 @@ from faastlane.app_source import load
 from faastlane.runtime.asl.errors import StatesError
 from faastlane.runtime.engine.execution import Execution
 from faastlane.runtime.engine.functions import FunctionRegistry
+from faastlane.runtime.engine.modes import Mode
 from faastlane.runtime.interpreter.states import run_machine
 from faastlane.runtime.options import NONE, PARALLEL_THREADS, Options
 from faastlane.runtime.orchestrator import FAILED, SUCCEEDED, Result
@@ -64,17 +66,18 @@ class Activations:
         return result
 
 
-class ControllerExecution(Execution):
-    """An execution whose Tasks are activations of per-function actions."""
+class Controller(Mode):
+    """The controller's mode: every Task is an activation of its function's action."""
 
-    def __init__(self, activations: Activations, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, activations: Activations) -> None:
+        super().__init__(CONTROLLER_OPTIONS)
         self.activations = activations
 
-    def call_function(self, state_name: str, function: str, event: Any,
-                      timeout_seconds: float | None, placement: str) -> Any:
-        self.check_deadline()
-        return self.activations.activate(function, event, self.remaining(timeout_seconds))
+    def call(self, execution: Execution, state_name: str, function: str, event: Any,
+             timeout_seconds: float | None, planned: str) -> Any:
+        execution.check_deadline()
+        return self.activations.activate(function, event,
+                                         execution.remaining(timeout_seconds))
 
 
 class OpenWhiskSystem:
@@ -89,9 +92,9 @@ class OpenWhiskSystem:
 
     def run(self, execution_input: Any, traced: bool) -> RunResult:
         activations = Activations(self.pool, self.store)
-        execution = ControllerExecution(activations, self.name, execution_input,
-                                        self.no_functions, CONTROLLER_OPTIONS,
-                                        self.workflow.timeout_seconds)
+        execution = Execution(self.name, execution_input, self.no_functions,
+                              CONTROLLER_OPTIONS, self.workflow.timeout_seconds,
+                              mode=Controller(activations))
         start = time.time()
         try:
             result = Result(SUCCEEDED, output=run_machine(self.workflow, execution_input,

@@ -65,7 +65,7 @@ if __name__ == "__main__":
     # The local CLI loads the Orchestrator itself, once stdout is reserved for the result.
     from faastlane_runtime.platforms.local import main as run_locally
 
-    sys.exit(run_locally(lambda: __import__("orchestrator").ORCHESTRATOR))
+    sys.exit(run_locally(lambda plan: __import__("orchestrator").build(plan)))
 
 from faastlane_runtime.platforms.entry import openwhisk_main  # noqa: E402
 from orchestrator import ORCHESTRATOR  # noqa: E402  (pre-imports every function)

@@ -62,13 +62,29 @@ from faastlane_runtime.orchestrator import Orchestrator
 ROOT = os.path.dirname(os.path.abspath(__file__))
 '''
 
+# The Orchestrator is made when first asked for: the platforms' entry points import
+# ORCHESTRATOR (pre-importing every function); the local runner calls build() with the
+# plan it read and the mode its command line chose.
+_BUILD = '''def build(plan=None):
+    """The Orchestrator, every function pre-imported; ``plan``: plan.json as read by the
+    caller (read here if not given)."""
+    return Orchestrator({name!r}, WORKFLOW, FUNCTIONS, ROOT, plan=plan)
+
+
+def __getattr__(name):
+    if name == "ORCHESTRATOR":  # built once, on first use
+        global ORCHESTRATOR
+        ORCHESTRATOR = build()
+        return ORCHESTRATOR
+    raise AttributeError(f"module {{__name__!r}} has no attribute {{name!r}}")
+'''
 
 # Names the generated module binds itself: a state named "Pass" or "WORKFLOW" must not
 # shadow them. Builtins are left free: the generated code calls none.
 _RESERVED = frozenset({
     "os", "FunctionSpec", "Catcher", "Choice", "Fail", "Machine", "Map", "Parallel", "Pass",
     "Retrier", "Succeed", "Task", "Wait", "Orchestrator", "ROOT", "FUNCTIONS", "WORKFLOW",
-    "ORCHESTRATOR"})
+    "ORCHESTRATOR", "build", "__getattr__"})
 
 
 class _Names:
@@ -232,8 +248,7 @@ def render(name: str, workflow: Machine, functions: dict[str, FunctionSpec],
         "# the Orchestrator loads, as a warm container would.\n"
         f"FUNCTIONS = {{\n{function_lines}}}\n",
         *writer.blocks,
-        "# Loading this module pre-imports every function and reads plan.json.\n"
-        f"ORCHESTRATOR = Orchestrator({name!r}, WORKFLOW, FUNCTIONS, ROOT)\n",
+        _BUILD.format(name=name),
     ]
     return "\n\n".join(parts)
 

@@ -41,6 +41,8 @@ from faastlane.runtime.asl.model import (
     Task,
     walk_states,
 )
+from faastlane.runtime.engine import modes
+from faastlane.runtime.engine.modes import Mode
 from faastlane.runtime.options import (
     CONTAINERS,
     MPK,
@@ -51,7 +53,6 @@ from faastlane.runtime.options import (
     PROCESSES,
     THREADS,
     Options,
-    sandboxed_functions,
 )
 from faastlane.runtime.parallel.invokers import LAMBDA_PAYLOAD_LIMIT, OPENWHISK_PAYLOAD_LIMIT
 from faastlane.runtime.parallel.protocol import state_keys
@@ -94,15 +95,6 @@ def _calls_functions(machine: Machine) -> bool:
 
 def _machines(state: Parallel | Map) -> tuple[Machine, ...]:
     return state.branches if isinstance(state, Parallel) else (state.iterator,)
-
-
-def _only_sandboxed(state: Parallel | Map, isolated: frozenset[str]) -> bool:
-    """Whether every Task of a section calls a function named in ``isolated`` (the
-    runtime's rule in parallel/sections.py, from the plan's side)."""
-    tasks = [s for m in _machines(state) for s in walk_states(m)
-             if isinstance(s, Task) and s.integration is None]
-    return bool(tasks) and all(t.function is not None and t.function in isolated
-                               for t in tasks)
 
 
 def decide(state: Parallel | Map, vcpus: int, max_containers: int, parallel: str,
@@ -186,7 +178,7 @@ def make_options(app: App, isolation: str, vcpus: int | None, threads_only: bool
 
 
 def _describe(state: State, options: Options, decided: tuple[str, str] | None,
-              costs: HandoffCosts, isolated: frozenset[str]) -> dict[str, Any]:
+              costs: HandoffCosts, mode: Mode) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": type(state).__name__}
     if isinstance(state, Task) and state.integration is not None:
         entry["integration"] = state.integration
@@ -196,19 +188,7 @@ def _describe(state: State, options: Options, decided: tuple[str, str] | None,
                            "sandbox or domain")
     elif isinstance(state, Task):
         entry["function"] = state.function
-        if options.processes_only:
-            entry["placement"] = "process"
-            entry["reason"] = ("-P: the function runs in a forked process per call; its "
-                               "input and output cross a pipe as JSON")
-        elif isolated and (state.function is None or state.function in isolated):
-            entry["placement"] = "sandbox"
-            entry["reason"] = ("isolation=process: the function runs in its own warm "
-                               "sandboxed process (imported there once); its input and "
-                               "output cross a socket")
-        else:
-            entry["placement"] = "thread"
-            entry["reason"] = ("sequential state: the function runs on its own thread of "
-                               "the Orchestrator; state passes by reference")
+        entry["placement"], entry["reason"] = mode.explain_task(state.function)
     elif isinstance(state, (Parallel, Map)):
         if isinstance(state, Parallel):
             entry["branches"] = len(state.branches)
@@ -217,7 +197,7 @@ def _describe(state: State, options: Options, decided: tuple[str, str] | None,
             if state.max_concurrency:
                 entry["max_concurrency"] = state.max_concurrency
         entry["placement"], entry["reason"] = decided or (PROCESSES, "not planned")
-        if entry["placement"] != THREADS and _only_sandboxed(state, isolated):
+        if entry["placement"] != THREADS and mode.only_sandboxed(state):
             # As the runtime decides it (parallel/sections.py), where it does not spill.
             local = ("on the Orchestrator's threads: every function it calls runs in its "
                      "own sandbox, which gives the parallelism (a worker process would "
@@ -247,7 +227,8 @@ def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: s
     costs = load_costs()
     decided = placements(workflow, options.vcpus, options.max_containers, options.parallel,
                          costs)
-    isolated = frozenset(sandboxed_functions(
+    # The runtime's own rules, given the functions the Orchestrator will isolate.
+    mode = modes.for_options(options, modes.isolated_functions(
         options, app.functions, set(app.settings.untrusted) | set(app.settings.sensitive),
         set(app.settings.trusted)))
     return {
@@ -261,6 +242,6 @@ def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: s
                              "trusted": name in app.settings.trusted}
                       for name, spec in app.functions.items()},
         "states": {keys[id(state)]: _describe(state, options, decided.get(keys[id(state)]),
-                                              costs, isolated)
+                                              costs, mode)
                    for state in walk_states(workflow)},
     }

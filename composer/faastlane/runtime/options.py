@@ -6,7 +6,6 @@ code imports these too, so they live at the bottom of the runtime.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from .cpus import available_cpus
@@ -39,19 +38,6 @@ class Options:
     def cpu_budget(self) -> int:
         """Parallel workers: ``vcpus``, else the CPUs the cpuset and CPU quota allow."""
         return self.vcpus if self.vcpus > 0 else available_cpus()
-
-
-def sandboxed_functions(options: Options, functions: Iterable[str],
-                        marked: Collection[str], trusted: Collection[str] = ()) -> list[str]:
-    """The functions process isolation runs in their own warm sandboxed processes:
-    those faastlane.json marks untrusted or sensitive (``marked``; the others keep
-    running as threads, state by reference), or, if it marks none, every one it does
-    not mark trusted. None under the other modes, nor under ``-P`` (a fork per call)."""
-    if options.isolation != PROCESS_ISOLATION or options.processes_only:
-        return []
-    if marked:
-        return [name for name in functions if name in marked]
-    return [name for name in functions if name not in trusted]
 
 
 # Placements of a Parallel or Map state (plan.json's "placement").

@@ -10,20 +10,20 @@ and executes workflow instances. Platform entry points (``__main__.py`` for Open
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .action_plan import ActionPlan
 from .asl import jsonata
 from .asl.errors import RUNTIME, StatesError, error_object, unexpected_cause
 from .asl.model import JSONATA, Machine, walk_states
-from .engine import handoff_scope, history
+from .engine import handoff_scope, history, modes
 from .engine.execution import Execution
 from .engine.functions import FunctionRegistry, FunctionSpec, Invocable, NoSandboxes
 from .interpreter.states import run_machine
-from .options import MPK, PROCESS_ISOLATION, Options, sandboxed_functions
-from .parallel.forkpool import ForkPool, marked_functions, untrusted_functions
+from .options import Options
+from .parallel.forkpool import ForkPool
 from .parallel.sections import Sections
 from .parallel.spill import Spiller
 from .sandbox.host import Sandboxes
@@ -53,18 +53,6 @@ class Result:
         return error_object(self.error, self.cause)
 
 
-def load_options(plan_file: str) -> Options:
-    """The placement options recorded in plan.json by ``faastlane compose``; a local
-    run's ``--isolation`` (``FAASTLANE_ISOLATION``) overrides the recorded mode, so that
-    the functions are loaded for it."""
-    with open(plan_file, encoding="utf-8") as handle:
-        recorded = json.load(handle).get("options", {})
-    options = Options(**{k: v for k, v in recorded.items()
-                         if k in Options.__dataclass_fields__})
-    isolation = os.environ.get("FAASTLANE_ISOLATION")
-    return replace(options, isolation=isolation) if isolation else options
-
-
 def action_memory_mb() -> int | None:
     """The memory the action was given (Lambda's setting, else the container's cgroup
     limit): a sandboxed function's memory limit unless faastlane.json sets its own."""
@@ -91,27 +79,34 @@ class Orchestrator:
     """A composed workflow, ready to run instances."""
 
     def __init__(self, name: str, workflow: Machine, functions: dict[str, FunctionSpec],
-                 root: str, options: Options | None = None) -> None:
+                 root: str, options: Options | None = None,
+                 plan: ActionPlan | None = None) -> None:
+        """``plan``: the action's plan.json, read once by whoever starts the action (read
+        here if not given); ``options`` replace its options (tests, the benchmark)."""
         self.name = name
         self.workflow = workflow
         self.root = root
-        plan = os.path.join(root, "plan.json")
-        self.options = options or (load_options(plan) if os.path.exists(plan) else Options())
+        plan = plan or ActionPlan.read(root)
+        self.options = options or plan.options
         # Sandboxes first: their zygote is forked before any function module is imported
         # here, and their imports run while the trusted functions' do.
-        isolated = sandboxed_functions(
-            self.options, functions, marked_functions(plan, ("untrusted", "sensitive")),
-            marked_functions(plan, ("trusted",)))
-        self.sandboxes = (Sandboxes(root, [functions[n] for n in isolated],
+        # Where functions run and how they are called, decided once for every execution.
+        self.mode = modes.for_options(self.options, modes.isolated_functions(
+            self.options, functions, plan.marked("untrusted", "sensitive"),
+            plan.marked("trusted")))
+        isolated = self.mode.sandboxed()
+        self.sandboxes = (Sandboxes(root, [spec for name, spec in functions.items()
+                                           if name in isolated],
                                     self.options.cpu_budget(), action_memory_mb())
                           if isolated else None)
         if self.sandboxes is not None:
             self.sandboxes.warm()
+        # Under process isolation with every function trusted, none has a sandbox and
+        # none is forked per call.
         sandboxed = self.sandboxes if self.sandboxes is not None else (
-            NoSandboxes() if self.options.isolation == PROCESS_ISOLATION
-            and not self.options.processes_only else None)
+            NoSandboxes() if isolated is not None else None)
         self.functions = FunctionRegistry(root, functions, _load_private, sandboxed)
-        self.functions.preload(private=self.options.isolation == MPK,
+        self.functions.preload(private=self.mode.loads_privately(),
                                kept_escapes=self.options.kept_escapes)
         # The state machines states:startExecution may run in-process (this workflow and
         # the template's others), known before the warm workers fork.
@@ -120,7 +115,8 @@ class Orchestrator:
         if any(s.query_language == JSONATA for s in walk_states(workflow)):
             jsonata.preload()
         # Warm workers for Parallel/Map, forked now that every module is imported.
-        self.pool = ForkPool(name, workflow, self.functions, untrusted_functions(plan))
+        self.pool = ForkPool(name, workflow, self.functions, self.mode,
+                             plan.marked("untrusted"))
         if self.pool.wanted(self.options):
             self.pool.start(self.options.cpu_budget())
         if self.sandboxes is not None:
@@ -141,8 +137,12 @@ class Orchestrator:
                  execution_name: str | None) -> Result:
         options = options or self.options
         sections = Sections(Spiller.from_environ(self.workflow, options, self.pool))
+        # The mode built when the functions were loaded, unless this run's options place
+        # them otherwise (-P, -Th from the command line).
+        mode = self.mode if options == self.options else modes.for_registry(
+            options, self.functions)
         execution = Execution(self.name, execution_input, self.functions, options,
-                              self.workflow.timeout_seconds, execution_name, sections)
+                              self.workflow.timeout_seconds, execution_name, sections, mode)
         history.started(execution, execution_input)
         try:
             output = run_machine(self.workflow, execution_input, execution)

@@ -1,10 +1,11 @@
 """One workflow execution: its context object, deadline, options and function calls.
 
-The state executors (``states.py``) decide *what* happens; this module decides *where*:
-a function runs on its own thread (state passed by reference), in its warm sandboxed
-process (``--isolation process``: the functions it isolates, ``FunctionRegistry.
-sandboxes``) or in a forked process (``-P``), and parallel work runs in forked
-processes, at most ``vcpus`` at a time, or on threads for the ``-Th`` variant.
+The state executors (``states.py``) decide *what* happens; the execution's isolation mode
+(:mod:`modes`) decides *where* a function runs -- on its own thread (state passed by
+reference), in its warm sandboxed process (``--isolation process``), inside its
+protection domain (``mpk``) or in a forked process (``-P``) -- and this module makes the
+call there, with the deadline and the function's timeout. Parallel work runs on the
+section runner it is handed, in forked processes, or on threads for the ``-Th`` variant.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from ..asl.errors import RUNTIME, TIMEOUT, StatesError, unexpected_cause
 from ..asl.jsonvalue import detach
 from ..asl.model import PROCESS, THREAD
 from ..asl.variables import Variables
-from ..options import MPK, NONE, PARALLEL_THREADS, PROCESS_ISOLATION, Options
-from . import history, trace
+from ..options import PARALLEL_THREADS, Options
+from . import history, modes, trace
 from .forking import Outcome, run_forked
 from .functions import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -38,7 +39,7 @@ from .functions import (
 from .lambda_context import ACCOUNT, REGION
 from .threads import POOL, Handover, WorkerTimeout
 
-SANDBOX = "sandbox"  # a function in its own warm sandboxed process (trace, plan.json)
+SANDBOX = modes.SANDBOX
 
 
 class ExecutionTimedOut(StatesError):
@@ -78,9 +79,13 @@ class Execution:
     def __init__(self, workflow_name: str, execution_input: Any, functions: FunctionRegistry,
                  options: Options, timeout_seconds: float | None = None,
                  execution_name: str | None = None,
-                 sections: SectionRunner | None = None) -> None:
+                 sections: SectionRunner | None = None,
+                 mode: modes.Mode | None = None) -> None:
         self.functions = functions
         self.options = options
+        # Where its functions run and how they are called: the Orchestrator's, built
+        # once; else (a branch's copy in a worker, a test) made from the options.
+        self.mode = mode or modes.for_registry(options, functions)
         self.sections = sections  # None: every section forks (or runs on threads)
         self.name = execution_name or str(uuid.uuid4())
         self.timeout_seconds = timeout_seconds
@@ -229,52 +234,41 @@ class Execution:
 
     # ------------------------------------------------------------------ functions
 
-    def function_placement(self, default: str, function: str | None = None) -> str:
-        """Where a function of a Task placed at ``default`` runs: ``-P`` forks every
-        call; under process isolation the functions the Orchestrator isolates run in
-        their sandboxes (a fork per call where it made none), the rest as planned."""
-        if self.options.processes_only:
-            return PROCESS
-        if self.options.isolation == PROCESS_ISOLATION:
-            sandboxes = self.functions.sandboxes
-            if sandboxes is None:
-                return PROCESS
-            if function is None or sandboxes.holds(function):
-                return SANDBOX
-        return default
-
     def call_function(self, state_name: str, function: str, event: Any,
                       timeout_seconds: float | None, placement: str) -> Any:
         """Run one function invocation where the plan says; return its detached result."""
-        where = self.function_placement(placement, function)
-        if where == SANDBOX:  # never imported here: its module is its sandbox's alone
-            spec = self.functions.spec(function)
-            loaded = None
-        else:
-            loaded = self.functions.get(function, private=self.options.isolation == MPK,
-                                        keep_escapes=function in self.options.kept_escapes)
-            spec = loaded.spec
-        # The nearer of the Task's TimeoutSeconds (States.Timeout) and the function's own
-        # timeout (Lambda stops it: Sandbox.Timedout); negative: the function's.
+        return self.mode.call(self, state_name, function, event, timeout_seconds, placement)
+
+    def _limits(self, spec: FunctionSpec, timeout_seconds: float | None
+                ) -> tuple[float | None, float]:
+        """The wait's limit and the call's timeout: the nearer of the Task's
+        TimeoutSeconds (States.Timeout) and the function's own (Lambda stops it:
+        Sandbox.Timedout); the timeout negative where it is the function's."""
         own = function_timeout(spec)
         if timeout_seconds is None or timeout_seconds > own:
             timeout_seconds = -own
-        limit = self.remaining(abs(timeout_seconds))
-        if loaded is None:
-            return self._call_in_sandbox(state_name, spec, event, limit, timeout_seconds)
+        return self.remaining(abs(timeout_seconds)), timeout_seconds
+
+    def call_loaded(self, state_name: str, loaded: Invocable, event: Any,
+                    timeout_seconds: float | None, where: str) -> Any:
+        """Call a function imported here: on its warm thread, or in a forked process
+        (``where`` is ``PROCESS``)."""
+        limit, timeout = self._limits(loaded.spec, timeout_seconds)
         if where == PROCESS:
-            return self._call_in_process(state_name, loaded, event, limit, timeout_seconds)
-        return self._call_on_thread(state_name, loaded, event, limit, timeout_seconds)
+            return self._call_in_process(state_name, loaded, event, limit, timeout)
+        return self._call_on_thread(state_name, loaded, event, limit, timeout)
+
+    def call_sandboxed(self, state_name: str, spec: FunctionSpec, event: Any,
+                       timeout_seconds: float | None) -> Any:
+        """Call a function in its warm sandboxed process."""
+        limit, timeout = self._limits(spec, timeout_seconds)
+        return self._call_in_sandbox(state_name, spec, event, limit, timeout)
 
     def relays(self, placement: str) -> bool:
         """Whether a Task placed at ``placement`` may run in a relay (``states.py``): on
         a warm thread, shared memory, no deadline but the functions' own (the relay's
-        waiter watches those: :class:`RelayWatch`), and functions called here (the
-        benchmark's controller overrides call_function to call them elsewhere: a relay
-        would bypass it)."""
-        return (type(self).call_function is Execution.call_function
-                and self.options.isolation == NONE and self.deadline is None
-                and self.function_placement(placement) == THREAD)
+        waiter watches those: :class:`RelayWatch`); the mode says."""
+        return self.mode.relays(self, placement)
 
     def function_starter(self, state_name: str, function: str, event: Any,
                          then: Callable[[Any, StatesError | None], Handover | None],

@@ -295,6 +295,10 @@ class Sandboxed(Protocol):
 
     def holds(self, function: str) -> bool: ...
 
+    def names(self) -> frozenset[str]:
+        """The functions that have a sandbox."""
+        ...
+
     def call(self, function: str, request: dict[str, Any], limit: float | None
              ) -> dict[str, Any]: ...
 
@@ -305,6 +309,9 @@ class NoSandboxes:
 
     def holds(self, function: str) -> bool:
         return False
+
+    def names(self) -> frozenset[str]:
+        return frozenset()
 
     def call(self, function: str, request: dict[str, Any], limit: float | None
              ) -> dict[str, Any]:

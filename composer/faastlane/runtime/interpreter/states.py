@@ -53,7 +53,6 @@ from ..engine.execution import Execution, ExecutionTimedOut, RelayWatch
 from ..engine.forking import Outcome
 from ..engine.lambda_context import ACCOUNT, REGION
 from ..engine.threads import Handover
-from ..options import MPK
 from ..services import calls as service_calls
 from .dataflow import DataFlow, located
 
@@ -401,7 +400,7 @@ def _task_call(state: Task, flow: DataFlow) -> tuple[Any, str, Any]:
     # not change this state's input, which ResultPath and retries still use. In mpk
     # mode the function makes that copy in its own heap (private_heaps.py), and an
     # invocation placed anywhere else crosses a process boundary as JSON.
-    if flow.execution.options.isolation == MPK:
+    if not flow.execution.mode.copies_event:
         return effective, function, event
     return effective, function, copy_event(event)
 

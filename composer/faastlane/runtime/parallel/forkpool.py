@@ -55,8 +55,9 @@ from ..engine import handoff_scope, history, trace
 from ..engine.execution import Execution
 from ..engine.forking import Outcome, _describe_exit, job_message
 from ..engine.functions import EXIT_ERROR, FunctionRegistry
+from ..engine.modes import Mode
 from ..interpreter.states import BranchJob, run_job
-from ..options import NONE, PARALLEL_PROCESSES, PARALLEL_THREADS, PROCESS_ISOLATION, Options
+from ..options import PARALLEL_PROCESSES, PARALLEL_THREADS, Options
 from .protocol import find_state, job_machine, section_of, state_keys
 
 _CHUNK = 1 << 20
@@ -114,10 +115,11 @@ class ForkPool:
     """Warm workers of one Orchestrator; thread-safe, used only by the process that made it."""
 
     def __init__(self, name: str, workflow: Machine, functions: FunctionRegistry,
-                 untrusted: frozenset[str] = frozenset()) -> None:
+                 mode: Mode, untrusted: frozenset[str] = frozenset()) -> None:
         self.name = name
         self.workflow = workflow
         self.functions = functions
+        self.mode = mode  # the Orchestrator's: whether its workers may run sections
         self.untrusted = untrusted
         self.keys = state_keys(workflow)
         self._owner = os.getpid()
@@ -133,16 +135,10 @@ class ForkPool:
 
     def wanted(self, options: Options) -> bool:
         """Whether the workflow run with ``options`` would use the pool at all."""
-        return (self._isolation_allows(options) and options.parallel == PARALLEL_PROCESSES
+        return (self.mode.pool_allowed(self.functions)
+                and options.parallel == PARALLEL_PROCESSES
                 and any(isinstance(s, (Parallel, Map)) and self._trusted_section(s)
                         for s in walk_states(self.workflow)))
-
-    def _isolation_allows(self, options: Options) -> bool:
-        """Isolation none; or process isolation where the isolated functions run in
-        their sandboxes (a worker only calls them), not a fork per call."""
-        return options.isolation == NONE or (
-            options.isolation == PROCESS_ISOLATION and not options.processes_only
-            and self.functions.sandboxes is not None)
 
     def _trusted_section(self, state: Parallel | Map) -> bool:
         """No function this Parallel/Map may call is marked untrusted (or those that
@@ -165,7 +161,7 @@ class ForkPool:
         """Whether the warm workers may run this section's ``work``; ``may_spill``: the
         section could go to other containers."""
         return (not self._closed and os.getpid() == self._owner
-                and self._isolation_allows(execution.options)
+                and execution.mode.pool_allowed(self.functions)
                 and isinstance(state, (Parallel, Map)) and id(state) in self.keys
                 and self._trusted_section(state)
                 # A branch that could spill to other containers needs this activation's

@@ -13,26 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..asl.model import Map, Parallel, Task, walk_states
-from ..engine.execution import SANDBOX, run_on_threads
+from ..asl.model import Map, Parallel
+from ..engine.execution import run_on_threads
 from ..engine.forking import Outcome
 from ..options import THREADS
 from .spill import Spiller
 
 if TYPE_CHECKING:
     from ..engine.execution import Execution
-
-
-def _only_sandboxed_functions(execution: Execution, state: Parallel | Map) -> bool:
-    """Whether every Task of this Parallel/Map (nested ones too) calls a function that
-    runs in its own sandbox (a Task naming its function at run time may call any;
-    service integrations are the Orchestrator's calls, made wherever the section runs)."""
-    machines = state.branches if isinstance(state, Parallel) else [state.iterator]
-    tasks = [s for m in machines for s in walk_states(m)
-             if isinstance(s, Task) and s.integration is None]
-    return bool(tasks) and all(
-        t.function is not None and execution.function_placement(t.placement, t.function)
-        == SANDBOX for t in tasks)
 
 
 class Sections:
@@ -56,7 +44,7 @@ class Sections:
             if len(groups) > 1:
                 return spiller.run(execution, state, work, inputs, groups, budget,
                                    max_concurrency, describe, stop_on_error)
-        if _only_sandboxed_functions(execution, state):
+        if execution.mode.only_sandboxed(state):
             # Its functions run in their sandboxes, in parallel: threads here only wait
             # for them, without a worker process's extra hand-off.
             return run_on_threads(work, workers, stop_on_error)

@@ -15,11 +15,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..action_plan import ActionPlan
 from ..asl.errors import error_object
-from ..engine import fault_reports, functions, history, trace
+from ..engine import fault_reports, functions, history, modes, trace
 from ..isolation import domains
-from ..options import MPK, PARALLEL_PROCESSES, PARALLEL_THREADS
-from ..orchestrator import SUCCEEDED, Orchestrator, Result, load_options
+from ..options import PARALLEL_PROCESSES, PARALLEL_THREADS
+from ..orchestrator import SUCCEEDED, Orchestrator, Result
 from ..run_options import BadInput, add_input, add_placement, add_recording, read_input
 from . import labelled_output, shutdown
 
@@ -47,10 +48,10 @@ def _die(message: str) -> None:
     raise SystemExit(2)
 
 
-def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int:
-    """Run one execution; ``load`` builds the Orchestrator (importing every function)
-    after standard output has been handed to standard error, so that even a function's
-    module-level prints cannot mix with the result."""
+def main(load: Callable[[ActionPlan], Orchestrator], argv: list[str] | None = None) -> int:
+    """Run one execution; ``load(plan)`` builds the Orchestrator (importing every
+    function) after standard output has been handed to standard error, so that even a
+    function's module-level prints cannot mix with the result."""
     shutdown.install()
     args = _parser().parse_args(argv)
     if args.source_root:
@@ -64,9 +65,8 @@ def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int
         args.trace = os.path.abspath(args.trace)
     if args.history:
         args.history = os.path.abspath(args.history)
-    isolation = args.isolation or _planned_isolation()
-    if args.isolation:  # the Orchestrator loads its functions for it (load_options)
-        os.environ["FAASTLANE_ISOLATION"] = args.isolation
+    # plan.json, read once; --isolation changes the mode the functions are loaded for.
+    plan = ActionPlan.read(ACTION_ROOT).overriding(args.isolation)
     # The functions' working directory is the task root, the action folder, as on Lambda
     # (/var/task) and in the OpenWhisk action (action_launcher), not wherever the user
     # stood; one for every function, as threads share it.
@@ -74,35 +74,28 @@ def main(load: Callable[[], Orchestrator], argv: list[str] | None = None) -> int
     result_fd = os.dup(1)
     sys.stdout.flush()
     os.dup2(2, 1)  # from here on, anything printed goes to stderr
-    if isolation != MPK:
+    if not modes.for_options(plan.options).loads_privately():
         labelled_output.install()
-        return _run(load, args, execution_input, result_fd)
+        return _run(load, plan, args, execution_input, result_fd)
 
     def report(error: str, cause: str) -> None:
         _write_result(result_fd, error_object(error, cause))
 
     # Functions in protection domains: a fault kills the process, so run it supervised.
-    return fault_reports.supervise(lambda: _run(load, args, execution_input, result_fd),
-                                   report)
+    return fault_reports.supervise(
+        lambda: _run(load, plan, args, execution_input, result_fd), report)
 
 
-def _planned_isolation() -> str | None:
-    """The isolation plan.json of the action being run records, if any."""
-    entry = getattr(sys.modules.get("__main__"), "__file__", None)
-    plan = os.path.join(os.path.dirname(os.path.abspath(entry or ".")), "plan.json")
-    return load_options(plan).isolation if os.path.exists(plan) else None
-
-
-def _run(load: Callable[[], Orchestrator], args: argparse.Namespace, execution_input: Any,
-         result_fd: int) -> int:
+def _run(load: Callable[[ActionPlan], Orchestrator], plan: ActionPlan,
+         args: argparse.Namespace, execution_input: Any, result_fd: int) -> int:
     try:
-        orchestrator = load()
+        orchestrator = load(plan)
     except domains.IsolationUnavailableError as exc:
         _die(str(exc))
     parallel = PARALLEL_THREADS if args.threads_only else (
         PARALLEL_PROCESSES if args.processes_only else None)
     options = orchestrator.with_options(
-        isolation=args.isolation, vcpus=args.vcpus, parallel=parallel,
+        vcpus=args.vcpus, parallel=parallel,
         processes_only=True if args.processes_only else None)
     if args.trace:
         trace.enable()
@@ -118,7 +111,7 @@ def _run(load: Callable[[], Orchestrator], args: argparse.Namespace, execution_i
                   "processes_only": options.processes_only,
                   "vcpus": options.cpu_budget(), "start": start, "end": end,
                   "end_to_end_ms": round((end - start) * 1000, 3)}
-        if options.isolation == MPK:
+        if orchestrator.mode.loads_privately():
             header["mpk"] = domains.status().implementation  # "keys" or "no-keys"
             from ..isolation.private_heaps import malloc_routed  # loaded only in mpk mode
 

@@ -69,6 +69,9 @@ class Sandboxes:
     def holds(self, function: str) -> bool:
         return function in self.index
 
+    def names(self) -> frozenset[str]:
+        return frozenset(self.index)
+
     def warm(self) -> None:
         """Start every function's first sandbox (each imports its module now)."""
         for f in range(len(self.specs)):
