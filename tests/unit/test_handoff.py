@@ -244,12 +244,12 @@ def test_an_execution_that_calls_functions_elsewhere_is_not_relayed(tmp_path: Pa
     """A mode that calls functions elsewhere (the benchmark's OpenWhisk-style controller)."""
     from faastlane.runtime.engine.execution import Execution
     from faastlane.runtime.engine.functions import FunctionRegistry
-    from faastlane.runtime.engine.modes import Mode
+    from faastlane.runtime.engine.modes import Calls, Mode
     from faastlane.runtime.interpreter.states import run_machine
     from faastlane.runtime.options import Options
 
     class Elsewhere(Mode):
-        def call(self, execution: Execution, state_name: str, function: str, event: Any,
+        def call(self, execution: Calls, state_name: str, function: str, event: Any,
                  timeout_seconds: float | None, planned: str) -> Any:
             return {**event, state_name: f"elsewhere:{function}"}
 

@@ -23,7 +23,7 @@ from faastlane.app_source import load
 from faastlane.runtime.asl.errors import StatesError
 from faastlane.runtime.engine.execution import Execution
 from faastlane.runtime.engine.functions import FunctionRegistry
-from faastlane.runtime.engine.modes import Mode
+from faastlane.runtime.engine.modes import Calls, Mode
 from faastlane.runtime.interpreter.states import run_machine
 from faastlane.runtime.options import NONE, PARALLEL_THREADS, Options
 from faastlane.runtime.orchestrator import FAILED, SUCCEEDED, Result
@@ -73,7 +73,7 @@ class Controller(Mode):
         super().__init__(CONTROLLER_OPTIONS)
         self.activations = activations
 
-    def call(self, execution: Execution, state_name: str, function: str, event: Any,
+    def call(self, execution: Calls, state_name: str, function: str, event: Any,
              timeout_seconds: float | None, planned: str) -> Any:
         execution.check_deadline()
         return self.activations.activate(function, event,

@@ -19,19 +19,34 @@ objects run a call until it is given a registry: compose asks only for explanati
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..asl.model import PROCESS, THREAD, Map, Parallel, Task, walk_states
 from ..options import MPK, NONE, PROCESS_ISOLATION, Options
-from .functions import FunctionRegistry, Invocable
-
-if TYPE_CHECKING:
-    from .execution import Execution
+from .functions import FunctionRegistry, FunctionSpec, Invocable
 
 SANDBOX = "sandbox"  # a function in its own warm sandboxed process (trace, plan.json)
 
 _FORKED = ("-P: the function runs in a forked process per call; its input and output "
            "cross a pipe as JSON")
+
+
+class Calls(Protocol):
+    """What a mode asks of the execution it makes a call for (``execution.Execution``,
+    which holds the deadline and makes the call where the mode says)."""
+
+    functions: FunctionRegistry
+    deadline: float | None
+
+    def check_deadline(self) -> None: ...
+
+    def remaining(self, limit: float | None = None) -> float | None: ...
+
+    def call_loaded(self, state_name: str, loaded: Invocable, event: Any,
+                    timeout_seconds: float | None, where: str) -> Any: ...
+
+    def call_sandboxed(self, state_name: str, spec: FunctionSpec, event: Any,
+                       timeout_seconds: float | None) -> Any: ...
 
 
 class Mode:
@@ -89,12 +104,12 @@ class Mode:
         across jobs keeps what earlier jobs left in it."""
         return False
 
-    def relays(self, execution: Execution, planned: str) -> bool:
+    def relays(self, execution: Calls, planned: str) -> bool:
         """Whether a Task planned at ``planned`` may run in a relay (``states.py``): on
         a warm thread, shared memory, and no deadline but the functions' own."""
         return False
 
-    def call(self, execution: Execution, state_name: str, function: str, event: Any,
+    def call(self, execution: Calls, state_name: str, function: str, event: Any,
              timeout_seconds: float | None, planned: str) -> Any:
         """Run one invocation; its detached result (or raise its ASL error)."""
         where = self.placement(function, planned)
@@ -111,7 +126,7 @@ class SharedHeap(Mode):
     def pool_allowed(self, functions: FunctionRegistry) -> bool:
         return True  # what a worker keeps, the Orchestrator's threads share anyway
 
-    def relays(self, execution: Execution, planned: str) -> bool:
+    def relays(self, execution: Calls, planned: str) -> bool:
         return execution.deadline is None and self.placement(None, planned) == THREAD
 
 
