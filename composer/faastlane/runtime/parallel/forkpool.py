@@ -95,22 +95,6 @@ class _Worker:
         return pid == 0
 
 
-def marked_functions(plan_file: str, marks: tuple[str, ...]) -> frozenset[str]:
-    """The functions plan.json (from faastlane.json) marks with any of ``marks``."""
-    try:
-        with open(plan_file, encoding="utf-8") as handle:
-            functions = json.load(handle).get("functions", {})
-    except (OSError, ValueError):
-        return frozenset()
-    return frozenset(name for name, entry in functions.items()
-                     if isinstance(entry, dict) and any(entry.get(m) for m in marks))
-
-
-def untrusted_functions(plan_file: str) -> frozenset[str]:
-    """The functions plan.json (from faastlane.json) marks untrusted."""
-    return marked_functions(plan_file, ("untrusted",))
-
-
 class ForkPool:
     """Warm workers of one Orchestrator; thread-safe, used only by the process that made it."""
 
