@@ -12,12 +12,17 @@ from faastlane.runtime import run_options
 
 from .errors import FaastlaneError
 
-_PLANNING = ("isolation", "vcpus", "threads_only", "processes_only", "max_containers")
+_PLANNING = ("isolation", "vcpus", "threads_only", "processes_only", "max_containers",
+             "profile_from")
 
 
 def add_planning(parser: argparse.ArgumentParser) -> None:
     """The options that decide where work runs (compose, run, package, deploy)."""
     run_options.add_placement(parser)
+    parser.add_argument("--profile-from", metavar="TRACE",
+                        help="weigh where Parallel and Map states run with the compute "
+                             "times a `faastlane run --trace TRACE` of this workflow "
+                             "measured (threads for short jobs, warm processes for long)")
     parser.add_argument("--max-containers", type=int, metavar="M",
                         help="let parallel work wider than the vCPUs spill to copies of "
                              "the action, M containers in all (default 1: no spilling)")

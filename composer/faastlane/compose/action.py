@@ -45,6 +45,7 @@ from faastlane.validation.validate import validate
 
 from . import output
 from .codegen import render
+from .measured import read as read_measured
 from .plan import choose_isolation, make_options, make_plan
 
 RUNTIME_PACKAGE = "faastlane_runtime"
@@ -132,9 +133,11 @@ def warn(app: App, app_path: str) -> None:
 def prepare(app_path: str, isolation: str | None = None, vcpus: int | None = None,
             threads_only: bool = False, processes_only: bool = False,
             max_containers: int | None = None,
-            project: ProjectOptions | None = None) -> Composition:
+            project: ProjectOptions | None = None,
+            profile_from: str | None = None) -> Composition:
     """Load, validate, model and plan an app (a folder, or a template read with
-    ``project``); raise InvalidWorkflow listing all problems."""
+    ``project``; ``profile_from``: a ``run --trace`` file whose measured compute times
+    weigh where parallel sections run); raise InvalidWorkflow listing all problems."""
     app = load_app(app_path, project)
     warn(app, shown_root(app_path))
     definition, problems = check_app(app)
@@ -142,10 +145,11 @@ def prepare(app_path: str, isolation: str | None = None, vcpus: int | None = Non
         raise InvalidWorkflow(problems, shown_root(app_path))
     mode, reason = choose_isolation(app, isolation)
     workflow = machine_from_asl(definition)
+    measured = None if profile_from is None else read_measured(profile_from, workflow)
     options = make_options(app, mode, vcpus, threads_only, processes_only, workflow,
-                           max_containers)
+                           max_containers, measured)
     return Composition(app, definition, workflow, options,
-                       make_plan(app, workflow, options, reason))
+                       make_plan(app, workflow, options, reason, measured))
 
 
 def write_action(composition: Composition, out_dir: str) -> str:

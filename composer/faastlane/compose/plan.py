@@ -59,6 +59,7 @@ from faastlane.runtime.parallel.protocol import state_keys
 
 from .costs import HandoffCosts
 from .costs import load as load_costs
+from .measured import Measured, section_costs
 
 
 def break_even_round_ms(costs: HandoffCosts, group_mb: float = 0.0) -> float:
@@ -98,10 +99,13 @@ def _machines(state: Parallel | Map) -> tuple[Machine, ...]:
 
 
 def decide(state: Parallel | Map, vcpus: int, max_containers: int, parallel: str,
-           nested: bool, costs: HandoffCosts | None = None) -> tuple[str, str]:
+           nested: bool, costs: HandoffCosts | None = None,
+           measured: Measured | None = None) -> tuple[str, str]:
     """A Parallel/Map state's placement and the reason for it.
 
-    ``vcpus`` 0 means the container's own count, known only at run time.
+    ``vcpus`` 0 means the container's own count, known only at run time. ``measured``:
+    an earlier run's compute times (``--profile-from``), which weigh the section's jobs
+    on threads against warm processes.
     """
     costs = costs or HandoffCosts()
     if parallel == PARALLEL_THREADS:
@@ -109,6 +113,23 @@ def decide(state: Parallel | Map, vcpus: int, max_containers: int, parallel: str
     if not any(_calls_functions(m) for m in _machines(state)):
         return THREADS, ("its branches call no function: evaluating them on threads costs "
                          f"less than forking ({costs.fork_ms:g} ms a process)")
+    weighed = None if measured is None else section_costs(state, measured, vcpus,
+                                                          costs.fork_ms)
+    if weighed is None:
+        return _beyond_threads(state, vcpus, max_containers, nested, costs)
+    numbers = (f"measured ({measured.source if measured else ''}): {weighed.jobs} jobs of "
+               f"{weighed.total_ms / weighed.jobs:.3g} ms on average take "
+               f"{weighed.threads_ms:.3g} ms on threads, {weighed.processes_ms:.3g} ms on "
+               f"{weighed.vcpus} warm processes ({weighed.handoff_ms:g} ms a hand-off each)")
+    if weighed.threads_ms <= weighed.processes_ms:
+        return THREADS, numbers
+    where, why = _beyond_threads(state, vcpus, max_containers, nested, costs)
+    return where, f"{numbers}; {why}"
+
+
+def _beyond_threads(state: Parallel | Map, vcpus: int, max_containers: int, nested: bool,
+                    costs: HandoffCosts) -> tuple[str, str]:
+    """A section that calls functions, in processes or containers."""
     budget = f"{vcpus} vCPUs" if vcpus else "the container's vCPUs (counted at run time)"
     local = (f"forked processes, at most {budget} at a time, results over pipes "
              f"({costs.fork_ms:g} ms a hand-off + {costs.pipe_ms_per_mb:g} ms per MB)")
@@ -141,7 +162,8 @@ def decide(state: Parallel | Map, vcpus: int, max_containers: int, parallel: str
 
 
 def placements(workflow: Machine, vcpus: int, max_containers: int, parallel: str,
-               costs: HandoffCosts | None = None) -> dict[str, tuple[str, str]]:
+               costs: HandoffCosts | None = None, measured: Measured | None = None
+               ) -> dict[str, tuple[str, str]]:
     """Plan key -> (placement, reason) for every Parallel and Map state."""
     keys = state_keys(workflow)
     decided: dict[str, tuple[str, str]] = {}
@@ -150,7 +172,7 @@ def placements(workflow: Machine, vcpus: int, max_containers: int, parallel: str
         for state in machine.states.values():
             if isinstance(state, (Parallel, Map)):
                 decided[keys[id(state)]] = decide(state, vcpus, max_containers, parallel,
-                                                  nested, costs)
+                                                  nested, costs, measured)
                 for inner in _machines(state):
                     visit(inner, True)
 
@@ -160,7 +182,8 @@ def placements(workflow: Machine, vcpus: int, max_containers: int, parallel: str
 
 def make_options(app: App, isolation: str, vcpus: int | None, threads_only: bool,
                  processes_only: bool, workflow: Machine | None = None,
-                 max_containers: int | None = None) -> Options:
+                 max_containers: int | None = None, measured: Measured | None = None
+                 ) -> Options:
     """The Orchestrator's options: the command line over faastlane.json over defaults."""
     if vcpus is not None and vcpus < 1:
         raise FaastlaneError(f"--vcpus {vcpus}: give at least 1")
@@ -170,7 +193,8 @@ def make_options(app: App, isolation: str, vcpus: int | None, threads_only: bool
     parallel = PARALLEL_THREADS if threads_only else PARALLEL_PROCESSES
     containers = max_containers or 1
     decided = ({} if workflow is None
-               else placements(workflow, cpus, containers, parallel, load_costs()))
+               else placements(workflow, cpus, containers, parallel, load_costs(),
+                               measured))
     return Options(isolation=isolation, parallel=parallel, processes_only=processes_only,
                    vcpus=cpus, max_containers=containers,
                    placements={key: where for key, (where, _) in decided.items()},
@@ -220,13 +244,13 @@ def _describe(state: State, options: Options, decided: tuple[str, str] | None,
     return entry
 
 
-def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: str
-              ) -> dict[str, Any]:
+def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: str,
+              measured: Measured | None = None) -> dict[str, Any]:
     """plan.json's content."""
     keys = state_keys(workflow)
     costs = load_costs()
     decided = placements(workflow, options.vcpus, options.max_containers, options.parallel,
-                         costs)
+                         costs, measured)
     # The runtime's own rules, given the functions the Orchestrator will isolate.
     mode = modes.for_options(options, modes.isolated_functions(
         options, app.functions, set(app.settings.untrusted) | set(app.settings.sensitive),
@@ -235,6 +259,9 @@ def make_plan(app: App, workflow: Machine, options: Options, isolation_reason: s
         "workflow": app.name,
         "options": asdict(options),
         "isolation": {"mode": options.isolation, "reason": isolation_reason},
+        **({} if measured is None else {"measured": {
+            "from": measured.source, "compute_ms": measured.compute_ms,
+            "map_jobs": measured.widths}}),
         "functions": {name: {"module": spec.module_file, "entry": spec.entry,
                              "style": spec.style,
                              "untrusted": name in app.settings.untrusted,
