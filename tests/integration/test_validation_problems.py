@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from .apps import CLI_TIMEOUT, Completed, chain, faastlane, task, write_app
 
 ECHO = """
@@ -102,20 +104,25 @@ def test_a_file_without_a_handler_says_so_not_add_the_file(app_dir: Path) -> Non
     ]
 
 
-def _composed_then_handler_removed(app: Path, out: Path, workflow: dict) -> Completed:
+def _composed_then_handler_removed(app: Path, out: Path, workflow: dict,
+                                   isolation: str = "none") -> Completed:
     """Compose, delete the handler from the action's copy of the function, run the action
     (``python OUT``, as the README runs a composed action)."""
     write_app(app, workflow, {"greet": ECHO})
-    assert faastlane("compose", str(app), "-o", str(out)).code == 0
+    assert faastlane("compose", str(app), "-o", str(out), "--isolation", isolation).code == 0
     (out / "functions" / "greet.py").write_text("def other(event, context):\n    return 1\n")
     done = subprocess.run([sys.executable, str(out), "--input", "{}"], capture_output=True,
                           text=True, timeout=CLI_TIMEOUT)
     return Completed(done.returncode, done.stdout, done.stderr)
 
 
-def test_a_handler_removed_after_compose_fails_its_state_as_on_lambda(tmp_path: Path) -> None:
+@pytest.mark.parametrize("isolation", ["none", "process"])
+def test_a_handler_removed_after_compose_fails_its_state_as_on_lambda(
+        tmp_path: Path, isolation: str) -> None:
+    # In the Orchestrator's heap, and in the function's own sandbox (which once gave a
+    # bare message as the cause instead of Lambda's error document).
     done = _composed_then_handler_removed(tmp_path / "app", tmp_path / "out",
-                                          chain(("Greet", task("greet"))))
+                                          chain(("Greet", task("greet"))), isolation)
     assert done.code == 1  # a failed execution, reported as Step Functions reports it
     assert done.json["Error"] == "Runtime.HandlerNotFound"
     cause = json.loads(done.json["Cause"])

@@ -373,17 +373,17 @@ class FunctionRegistry:
                 if loader is None:
                     raise StatesError(RUNTIME, "isolation mpk: this Orchestrator was made "
                                                "without a private-heap loader")
-                found = self._private[name] = _or_missing(
+                found = self._private[name] = or_missing(
                     self.spec(name), lambda: loader(self.root, self.spec(name), keep_escapes))
             return found
         loaded = self._loaded.get(name)
         if loaded is None:
             spec = self.spec(name)
-            loaded = self._loaded[name] = _or_missing(spec, lambda: self._load(spec))
+            loaded = self._loaded[name] = or_missing(spec, lambda: self._load(spec))
         return loaded
 
 
-def _or_missing(spec: FunctionSpec, load: Callable[[], Invocable]) -> Invocable:
+def or_missing(spec: FunctionSpec, load: Callable[[], Invocable]) -> Invocable:
     """The loaded function; one without its handler fails the states that call it."""
     try:
         return load()

@@ -27,6 +27,7 @@ from ..engine.functions import (
     environment_of,
     lambda_error,
     load_module,
+    or_missing,
 )
 from ..engine.lambda_env import CURRENT
 from . import wire
@@ -52,8 +53,10 @@ def load(root: str, spec: FunctionSpec) -> Invocable:
     environment = environment_of(root, spec)
     CURRENT.view = environment
     try:
-        module = load_module(root, spec)
-        return LoadedFunction(spec, module, environment, finish=wire.encode_value)
+        # A module without its handler fails each call as on Lambda (and as in the
+        # Orchestrator's own heap): Runtime.HandlerNotFound, Lambda's error document.
+        return or_missing(spec, lambda: LoadedFunction(
+            spec, load_module(root, spec), environment, finish=wire.encode_value))
     except StatesError as error:
         return _ImportFailed(spec, error)
     finally:
