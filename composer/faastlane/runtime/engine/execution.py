@@ -39,8 +39,6 @@ from .functions import (
 from .lambda_context import ACCOUNT, REGION
 from .threads import POOL, Handover, WorkerTimeout
 
-SANDBOX = modes.SANDBOX
-
 
 class ExecutionTimedOut(StatesError):
     """The workflow's own TimeoutSeconds expired: fails the execution, never caught."""

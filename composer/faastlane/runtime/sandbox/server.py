@@ -30,9 +30,9 @@ from ..engine.functions import (
     or_missing,
 )
 from ..engine.lambda_env import CURRENT
+from ..engine.modes import SANDBOX
 from . import wire
 
-SANDBOX = "sandbox"  # the placement trace records name
 OUT_OF_MEMORY = "Runtime.OutOfMemory"
 
 
