@@ -169,6 +169,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="faastlane-run-", dir=_scratch_parent()) as scratch:
         out = args.keep or os.path.join(scratch, "action")
         composition = prepare(args.app, **planning(args))
+        isolation = composition.plan["isolation"]
+        sys.stderr.write(f"faastlane: isolation {isolation['mode']}: {isolation['reason']}\n")
         write_action(composition, out)
         input_file = os.path.join(scratch, "input.json")
         with open(input_file, "w", encoding="utf-8") as handle:

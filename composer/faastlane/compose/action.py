@@ -36,6 +36,7 @@ from faastlane.errors import FaastlaneError, InvalidWorkflow
 from faastlane.inspector.errors import InspectionFailed
 from faastlane.inspector.shipment import app_waivers, inspect_shipment
 from faastlane.runtime.asl.model import JSONATA, Machine, machine_from_asl, walk_states
+from faastlane.runtime.isolation.domains import MPKStatus
 from faastlane.runtime.options import Options
 from faastlane.runtime.services.executions import STATE_MACHINES_FILE
 from faastlane.validation.load import load_definition
@@ -134,16 +135,18 @@ def prepare(app_path: str, isolation: str | None = None, vcpus: int | None = Non
             threads_only: bool = False, processes_only: bool = False,
             max_containers: int | None = None,
             project: ProjectOptions | None = None,
-            profile_from: str | None = None) -> Composition:
+            profile_from: str | None = None,
+            keys: MPKStatus | None = None) -> Composition:
     """Load, validate, model and plan an app (a folder, or a template read with
     ``project``; ``profile_from``: a ``run --trace`` file whose measured compute times
-    weigh where parallel sections run); raise InvalidWorkflow listing all problems."""
+    weigh where parallel sections run; ``keys``: whether the action's runtime has protection
+    keys, by default this interpreter's); raise InvalidWorkflow listing all problems."""
     app = load_app(app_path, project)
     warn(app, shown_root(app_path))
     definition, problems = check_app(app)
     if problems:
         raise InvalidWorkflow(problems, shown_root(app_path))
-    mode, reason = choose_isolation(app, isolation)
+    mode, reason = choose_isolation(app, isolation, keys)
     workflow = machine_from_asl(definition)
     measured = None if profile_from is None else read_measured(profile_from, workflow)
     options = make_options(app, mode, vcpus, threads_only, processes_only, workflow,

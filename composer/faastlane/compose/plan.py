@@ -43,6 +43,8 @@ from faastlane.runtime.asl.model import (
 )
 from faastlane.runtime.engine import modes
 from faastlane.runtime.engine.modes import Mode
+from faastlane.runtime.isolation import domains
+from faastlane.runtime.isolation.domains import MPKStatus
 from faastlane.runtime.options import (
     CONTAINERS,
     MPK,
@@ -68,25 +70,54 @@ def break_even_round_ms(costs: HandoffCosts, group_mb: float = 0.0) -> float:
     return costs.invoke_ms + costs.transfer_ms_per_mb * group_mb
 
 
-def choose_isolation(app: App, requested: str | None) -> tuple[str, str]:
-    """The isolation mode and the reason for it; refuses what cannot be given here."""
+def protection_keys_here() -> MPKStatus:
+    """Whether an action run by this interpreter on this CPU gets protection keys: the
+    cpython-mpk runtime on a CPU (and kernel) with ``pku``, and not ``FAASTLANE_MPK=off``."""
+    if domains.requested_mode() == "off":
+        return MPKStatus(False, f"{domains.MODE_VARIABLE}=off", "off")
+    return domains.status()
+
+
+# A deploy target's CPU (and whether its runtime is cpython-mpk) is not known when the
+# action is composed: isolated by default there means warm sandboxed processes.
+DEPLOY_TARGET = MPKStatus(False, "a deployed action's CPU is not known when it is composed",
+                          "unknown")
+
+
+def choose_isolation(app: App, requested: str | None, keys: MPKStatus | None = None
+                     ) -> tuple[str, str]:
+    """The isolation mode and the reason for it; refuses what cannot be given here.
+
+    Functions are untrusted code: unless the command line or faastlane.json chooses, or
+    faastlane.json marks every function trusted, each is isolated -- in its protection
+    domain where the action's runtime has keys (``keys``: where it runs; this
+    interpreter's by default), else in its own warm sandboxed process."""
     if requested is not None:
         mode, reason = requested, "chosen on the command line"
     elif app.settings.isolation is not None:
         mode, reason = app.settings.isolation, "set in faastlane.json"
-    elif app.settings.untrusted:
-        mode, reason = PROCESS_ISOLATION, (
-            "faastlane.json marks untrusted functions and protection keys are not in use: "
-            "the untrusted and sensitive functions each run in their own warm sandboxed "
-            "process, the others as threads")
+    elif app.functions and all(name in app.settings.trusted for name in app.functions):
+        mode, reason = NONE, ("faastlane.json marks every function trusted: threads share "
+                              "one heap")
     else:
-        mode, reason = NONE, "no function is marked untrusted: threads share one heap"
+        keys = keys or protection_keys_here()
+        if keys.available:
+            mode, reason = MPK, "isolated by default (the runtime has protection keys)"
+        else:
+            mode, reason = PROCESS_ISOLATION, (
+                f"isolated by default; protection keys are not in use ({keys.reason})")
     if mode not in (MPK, PROCESS_ISOLATION, NONE):
         raise IsolationUnavailable(f"unknown isolation mode {mode!r} ({reason}); "
                                    f"use one of {MPK}, {PROCESS_ISOLATION}, {NONE}")
     if mode == MPK:
         reason += ("; each function runs in its own private heap (protection domain) on "
                    "the cpython-mpk runtime, enforced where the CPU has protection keys")
+    elif mode == PROCESS_ISOLATION:
+        reason += ("; " + ("the untrusted and sensitive functions each run in their own "
+                           "warm sandboxed process, the others as threads"
+                           if app.settings.untrusted or app.settings.sensitive else
+                           "each function not marked trusted runs in its own warm "
+                           "sandboxed process"))
     return mode, reason
 
 

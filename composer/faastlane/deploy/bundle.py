@@ -30,6 +30,7 @@ from typing import Any
 
 from faastlane.checkout import FROM_CHECKOUT, how_to_get_the_runtime, runtime_prefix
 from faastlane.compose.action import RUNTIME_PACKAGE, prepare, write_action
+from faastlane.compose.plan import DEPLOY_TARGET
 from faastlane.inspector.shipment import app_waivers, check_trees, inspect_shipment
 from faastlane.inspector.waivers import Waiver
 from faastlane.runtime.services import uses_service_integrations
@@ -95,7 +96,7 @@ def _kind_version(kind: str) -> str:
 def package_openwhisk(app_path: str, out_zip: str, kind: str = OPENWHISK_KIND,
                       **planning: Any) -> OpenWhiskPackage:
     """The zip for OpenWhisk's stock Python kind."""
-    composition = prepare(app_path, **planning)
+    composition = prepare(app_path, keys=DEPLOY_TARGET, **planning)
     with tempfile.TemporaryDirectory(prefix="faastlane-package-") as scratch:
         action = write_action(composition, os.path.join(scratch, "action"))
         trees = [(action, "")]
@@ -118,7 +119,7 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
     if custom_runtime:
         prefix = _python_prefix(python_prefix)
         _check_glibc(prefix, prefix)  # before anything is vendored or written
-    composition = prepare(app_path, **planning)
+    composition = prepare(app_path, keys=DEPLOY_TARGET, **planning)
     version = _prefix_version(prefix) if prefix else LAMBDA_RUNTIME.removeprefix("python")
     os.makedirs(out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="faastlane-package-") as scratch:

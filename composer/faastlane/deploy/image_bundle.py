@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from faastlane.compose.action import prepare, write_action
+from faastlane.compose.plan import DEPLOY_TARGET
 from faastlane.inspector.report import Report
 from faastlane.inspector.shipment import app_waivers, inspect_shipment
 
@@ -76,7 +77,7 @@ def _record(report: Report, prefix: str) -> dict[str, Any]:
 def package_openwhisk_image(app_path: str, out_zip: str, base: str | None = None,
                             **planning: Any) -> OpenWhiskImagePackage:
     """action.zip plus, when the app has requirements, the derived image holding them."""
-    composition = prepare(app_path, **planning)
+    composition = prepare(app_path, keys=DEPLOY_TARGET, **planning)
     name = composition.app.name
     # The base images' Python has no boto3: vendored when the app needs it.
     app, code = composition.app, list(composition.app.code.values())  # code: a template's
@@ -119,7 +120,7 @@ def lambda_settings(source: BaseImage) -> list[str]:
 def package_lambda_image(app_path: str, base: str | None = None,
                          **planning: Any) -> LambdaImagePackage:
     """The Lambda container image: requirements, awslambdaric and the action."""
-    composition = prepare(app_path, **planning)
+    composition = prepare(app_path, keys=DEPLOY_TARGET, **planning)
     waivers = app_waivers(composition.app.settings.inspector_waivers)
     require_engine()
     source = resolve_base(base)

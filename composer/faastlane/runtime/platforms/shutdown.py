@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from types import FrameType
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -41,13 +42,39 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def kill_descendants() -> None:
-    """SIGKILL every process this one started, directly or not (a stopped child too)."""
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def kill_descendants(reap_seconds: float = 2.0) -> None:
+    """SIGKILL every process this one started, directly or not (a stopped child too),
+    and reap them: none is left behind, not even as a zombie waiting for init.
+
+    This process becomes a child subreaper first, so that the children of a killed
+    parent (a zygote's sandboxes) are handed to it rather than to init, whose reaping
+    is late or, in a container whose first process is not an init, never."""
+    _become_subreaper()
     for child in descendants(os.getpid()):
         try:
             os.kill(child, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    deadline = time.monotonic() + reap_seconds
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # every one reaped
+        if pid == 0:
+            time.sleep(0.005)
+
+
+def _become_subreaper() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: orphans go to init, as before
 
 
 def _stop(signum: int, _frame: FrameType | None) -> None:
