@@ -79,3 +79,22 @@ def test_a_trace_of_another_workflow_is_refused_naming_its_states(tmp_path: Path
     not_a_trace = faastlane("compose", str(app), "-o", str(tmp_path / "out2"),
                             "--profile-from", str(app / "workflow.json"))
     assert not_a_trace.code == 2 and "not a trace" in not_a_trace.stderr
+
+
+def test_without_a_trace_the_orchestrator_learns_it_and_minus_p_does_not(
+        tmp_path: Path) -> None:
+    app = _app(tmp_path / "app")
+    for name, flags in (("default", []), ("forked", ["--processes-only"])):
+        out = tmp_path / name
+        done = faastlane("compose", str(app), "-o", str(out), "--isolation", "none",
+                         "--vcpus", "2", *flags)
+        assert done.code == 0, done.stderr
+        plan = json.loads((out / "plan.json").read_text())
+        jobs = plan["states"]["Jobs"]
+        assert jobs["placement"] == "processes"
+        if flags:
+            assert "learned" not in jobs and plan["options"]["learned"] == {}
+        else:
+            # The hand-off a job must outweigh: the profiled fork, else its default.
+            assert jobs["learned"] is True and plan["options"]["learned"]["Jobs"] > 0
+            assert jobs["reason"].startswith("nothing measured its jobs")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
-from typing import Any
+from typing import Any, NamedTuple
 
 from faastlane.app.folder import App
 from faastlane.errors import FaastlaneError, IsolationUnavailable
@@ -129,40 +129,56 @@ def _machines(state: Parallel | Map) -> tuple[Machine, ...]:
     return state.branches if isinstance(state, Parallel) else (state.iterator,)
 
 
+class Placement(NamedTuple):
+    """Where a Parallel/Map runs, why, and whether its local part (threads or warm
+    processes) is learned at run time (``parallel/learned.py``): nothing measured it."""
+
+    where: str
+    reason: str
+    learned: bool = False
+
+
 def decide(state: Parallel | Map, vcpus: int, max_containers: int, parallel: str,
            nested: bool, costs: HandoffCosts | None = None,
-           measured: Measured | None = None) -> tuple[str, str]:
+           measured: Measured | None = None) -> Placement:
     """A Parallel/Map state's placement and the reason for it.
 
     ``vcpus`` 0 means the container's own count, known only at run time. ``measured``:
     an earlier run's compute times (``--profile-from``), which weigh the section's jobs
-    on threads against warm processes.
+    on threads against warm processes; without them the Orchestrator weighs them itself.
     """
     costs = costs or HandoffCosts()
     if parallel == PARALLEL_THREADS:
-        return THREADS, "threads-only variant (-Th): parallel work shares the GIL"
+        return Placement(THREADS, "threads-only variant (-Th): parallel work shares the GIL")
     if not any(_calls_functions(m) for m in _machines(state)):
-        return THREADS, ("its branches call no function: evaluating them on threads costs "
-                         f"less than forking ({costs.fork_ms:g} ms a process)")
+        return Placement(THREADS, "its branches call no function: evaluating them on "
+                                  f"threads costs less than forking ({costs.fork_ms:g} ms "
+                                  "a process)")
     weighed = None if measured is None else section_costs(state, measured, vcpus,
                                                           costs.fork_ms)
     if weighed is None:
-        return _beyond_threads(state, vcpus, max_containers, nested, costs)
+        where, why = _beyond_threads(state, vcpus, max_containers, nested, costs)
+        return Placement(where, (
+            "nothing measured its jobs (compose --profile-from TRACE weighs them here): "
+            "the Orchestrator runs them on its threads first, timed; if they kept one core "
+            f"busy and each computed longer than a process hand-off ({costs.fork_ms:g} ms), "
+            "the next run tries its warm processes, and from then on the faster of the two "
+            f"per job; on processes: {why}"), learned=True)
     numbers = (f"measured ({measured.source if measured else ''}): {weighed.jobs} jobs of "
                f"{weighed.total_ms / weighed.jobs:.3g} ms on average take "
                f"{weighed.threads_ms:.3g} ms on threads, {weighed.processes_ms:.3g} ms on "
                f"{weighed.vcpus} warm processes ({weighed.handoff_ms:g} ms a hand-off each)")
     if weighed.threads_ms <= weighed.processes_ms:
-        return THREADS, numbers
+        return Placement(THREADS, numbers)
     where, why = _beyond_threads(state, vcpus, max_containers, nested, costs)
-    return where, f"{numbers}; {why}"
+    return Placement(where, f"{numbers}; {why}")
 
 
 def _beyond_threads(state: Parallel | Map, vcpus: int, max_containers: int, nested: bool,
                     costs: HandoffCosts) -> tuple[str, str]:
     """A section that calls functions, in processes or containers."""
     budget = f"{vcpus} vCPUs" if vcpus else "the container's vCPUs (counted at run time)"
-    local = (f"forked processes, at most {budget} at a time, results over pipes "
+    local = (f"warm worker processes, at most {budget} at a time, results over pipes "
              f"({costs.fork_ms:g} ms a hand-off + {costs.pipe_ms_per_mb:g} ms per MB)")
     remote = (f"one invocation ({costs.invoke_ms:g} ms + {costs.transfer_ms_per_mb:g} ms "
               f"per MB of the group's input): another container pays when a round of "
@@ -194,10 +210,10 @@ def _beyond_threads(state: Parallel | Map, vcpus: int, max_containers: int, nest
 
 def placements(workflow: Machine, vcpus: int, max_containers: int, parallel: str,
                costs: HandoffCosts | None = None, measured: Measured | None = None
-               ) -> dict[str, tuple[str, str]]:
-    """Plan key -> (placement, reason) for every Parallel and Map state."""
+               ) -> dict[str, Placement]:
+    """Plan key -> placement for every Parallel and Map state."""
     keys = state_keys(workflow)
-    decided: dict[str, tuple[str, str]] = {}
+    decided: dict[str, Placement] = {}
 
     def visit(machine: Machine, nested: bool) -> None:
         for state in machine.states.values():
@@ -223,16 +239,19 @@ def make_options(app: App, isolation: str, vcpus: int | None, threads_only: bool
     cpus = vcpus if vcpus is not None else (app.settings.vcpus or 0)
     parallel = PARALLEL_THREADS if threads_only else PARALLEL_PROCESSES
     containers = max_containers or 1
+    costs = load_costs()
     decided = ({} if workflow is None
-               else placements(workflow, cpus, containers, parallel, load_costs(),
-                               measured))
+               else placements(workflow, cpus, containers, parallel, costs, measured))
     return Options(isolation=isolation, parallel=parallel, processes_only=processes_only,
                    vcpus=cpus, max_containers=containers,
-                   placements={key: where for key, (where, _) in decided.items()},
+                   placements={key: p.where for key, p in decided.items()},
+                   # -P forks every call anyway: nothing to learn.
+                   learned={} if processes_only else {
+                       key: costs.fork_ms for key, p in decided.items() if p.learned},
                    kept_escapes=tuple(sorted(app.settings.kept_escapes)))
 
 
-def _describe(state: State, options: Options, decided: tuple[str, str] | None,
+def _describe(state: State, options: Options, decided: Placement | None,
               costs: HandoffCosts, mode: Mode) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": type(state).__name__}
     if isinstance(state, Task) and state.integration is not None:
@@ -251,7 +270,8 @@ def _describe(state: State, options: Options, decided: tuple[str, str] | None,
             entry["iterations"] = "one per item"
             if state.max_concurrency:
                 entry["max_concurrency"] = state.max_concurrency
-        entry["placement"], entry["reason"] = decided or (PROCESSES, "not planned")
+        entry["placement"], entry["reason"] = (decided.where, decided.reason) if decided \
+            else (PROCESSES, "not planned")
         if entry["placement"] != THREADS and mode.only_sandboxed(state):
             # As the runtime decides it (parallel/sections.py), where it does not spill.
             local = ("on the Orchestrator's threads: every function it calls runs in its "
@@ -261,6 +281,9 @@ def _describe(state: State, options: Options, decided: tuple[str, str] | None,
                 entry["placement"], entry["reason"] = THREADS, local
             else:
                 entry["reason"] += f"; a group kept in this container runs {local}"
+        if (decided is not None and decided.learned and not options.processes_only
+                and entry["placement"] != THREADS):
+            entry["learned"] = True  # threads or warm processes: timed at run time
         if entry["placement"] == CONTAINERS:
             entry["max_containers"] = options.max_containers
             # The runtime reads these back (parallel/policy.py) to choose how many

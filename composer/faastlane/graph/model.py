@@ -36,8 +36,10 @@ NEXT, CHOICE, DEFAULT, CATCH = "next", "choice", "default", "catch"
 # What a placement word of plan.json means, as the picture says it.
 TASK_PLACEMENTS = {"thread": "thread", "sandbox": "sandboxed process",
                    "process": "forked process"}
-SECTION_PLACEMENTS = {"threads": "on threads", "processes": "in forked processes",
+SECTION_PLACEMENTS = {"threads": "on threads", "processes": "in warm processes",
                       "containers": "in processes, extra containers when wide"}
+# A section whose local placement the Orchestrator learns (plan.json's "learned").
+LEARNED = "on threads, or warm processes once timing shows they pay"
 
 
 @dataclass
@@ -184,6 +186,9 @@ class _Builder:
         planned = self.plan["states"].get(key, {})
         placement = planned.get("placement")
         if isinstance(state, (Parallel, Map)):
+            if planned.get("learned"):
+                return self.cluster(state, key, placement, LEARNED + (
+                    ", extra containers when wide" if placement == "containers" else ""))
             return self.cluster(state, key, placement)
         node = Node(key, state.name, type(state).__name__, placement=placement,
                     time=_time(self.times, state.name))
@@ -199,8 +204,9 @@ class _Builder:
             node.lines.append(state.error)
         return node
 
-    def cluster(self, state: Parallel | Map, key: str, placement: str | None) -> Cluster:
-        where = SECTION_PLACEMENTS.get(placement or "", placement or "")
+    def cluster(self, state: Parallel | Map, key: str, placement: str | None,
+                where: str | None = None) -> Cluster:
+        where = where or SECTION_PLACEMENTS.get(placement or "", placement or "")
         if isinstance(state, Parallel):
             lines = [f"{len(state.branches)} branches {where}"]
             diagrams = [self.diagram(branch, False, f"branch {index + 1}")

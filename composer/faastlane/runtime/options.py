@@ -32,6 +32,9 @@ class Options:
     # one included), for the Parallel/Map states the plan places on "containers".
     max_containers: int = 1
     placements: dict[str, str] = field(default_factory=dict)  # plan key -> placement
+    # Sections placed on processes that nothing measured: plan key -> a warm process's
+    # hand-off per job (ms). They run on threads until timing says (parallel/learned.py).
+    learned: dict[str, float] = field(default_factory=dict)
     # isolation mpk: functions whose escapes are kept (reported) instead of failing them.
     kept_escapes: tuple[str, ...] = ()
 

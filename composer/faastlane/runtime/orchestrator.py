@@ -116,7 +116,7 @@ class Orchestrator:
             jsonata.preload()
         # Warm workers for Parallel/Map, forked now that every module is imported.
         self.pool = ForkPool(name, workflow, self.functions, self.mode,
-                             plan.marked("untrusted"))
+                             self.mode.unconfined(plan.marked("untrusted")))
         if self.pool.wanted(self.options):
             self.pool.start(self.options.cpu_budget())
         if self.sandboxes is not None:

@@ -100,6 +100,16 @@ def _describe_exit(status: int) -> str:
     return f"exit status {os.WEXITSTATUS(status)}"
 
 
+def died(job: str, pid: int, status: int) -> StatesError:
+    """The error of ``job``, whose process ``pid`` died without its result."""
+    if os.WIFSIGNALED(status) and fault_reports.read_fault() is not None:
+        # A protection-key fault (isolation mpk): name the functions, not a signal.
+        name, cause = fault_reports.died_of(os.WTERMSIG(status))
+        return StatesError(name, f"{job}: {cause}")
+    return StatesError(EXIT_ERROR, f"{job}: process {pid} exited without a result "
+                                   f"({_describe_exit(status)})")
+
+
 def run_forked(work: Sequence[Callable[[], Any]], max_workers: int, *,
                describe: Callable[[int], str] = lambda i: f"job {i}",
                stop_on_error: bool = True,
@@ -174,14 +184,8 @@ def run_forked(work: Sequence[Callable[[], Any]], max_workers: int, *,
                 outcomes[index] = Outcome(cancelled=True, error=StatesError(
                     EXIT_ERROR, f"{describe(index)} was cancelled: another branch failed"))
                 continue
-            elif os.WIFSIGNALED(status) and fault_reports.read_fault() is not None:
-                # A protection-key fault (isolation mpk): name the functions, not a signal.
-                name, cause = fault_reports.died_of(os.WTERMSIG(status))
-                error = StatesError(name, f"{describe(index)}: {cause}")
             else:
-                error = StatesError(EXIT_ERROR, f"{describe(index)}: process {child.pid} "
-                                                f"exited without a result "
-                                                f"({_describe_exit(status)})")
+                error = died(describe(index), child.pid, status)
             outcomes[index] = Outcome(error=error)
     return [o if o is not None else Outcome(error=StatesError(EXIT_ERROR, "lost"))
             for o in outcomes]

@@ -104,6 +104,12 @@ class Mode:
         across jobs keeps what earlier jobs left in it."""
         return False
 
+    def unconfined(self, untrusted: frozenset[str]) -> frozenset[str]:
+        """Of the functions faastlane.json marks untrusted, those a reused worker would
+        run with nothing between them and the jobs it runs next (a section that may
+        call one gets fresh forks, never the pool)."""
+        return untrusted
+
     def relays(self, execution: Calls, planned: str) -> bool:
         """Whether a Task planned at ``planned`` may run in a relay (``states.py``): on
         a warm thread, shared memory, and no deadline but the functions' own."""
@@ -166,6 +172,9 @@ class Sandboxed(Mode):
         # them, never runs their code.
         return not self.processes_only and functions.sandboxes is not None
 
+    def unconfined(self, untrusted: frozenset[str]) -> frozenset[str]:
+        return untrusted - (self.isolated or frozenset())  # a worker only calls those
+
 
 class PrivateHeaps(Mode):
     """``mpk``: each function in its own private heap and protection domain."""
@@ -189,7 +198,12 @@ class PrivateHeaps(Mode):
                              keep_escapes=function in self.kept_escapes)
 
     def pool_allowed(self, functions: FunctionRegistry) -> bool:
-        return False  # a worker forked before would not keep a job's domain apart
+        # A worker is forked after every function's domain was made: it has the same
+        # keyed heaps, and a job enters its function's domain through the same gate.
+        return not self.processes_only
+
+    def unconfined(self, untrusted: frozenset[str]) -> frozenset[str]:
+        return frozenset()  # every function is in its domain, in a worker as here
 
 
 def isolated_functions(options: Options, functions: Iterable[str], marked: Collection[str],

@@ -20,10 +20,13 @@ Isolation. A reused worker keeps whatever an earlier job left in it (module glob
 threads, files, environment), so a branch can see what a previous branch, possibly of
 another instance, left behind. That is what threads of the Orchestrator already share
 under isolation ``none``, so the pool is used there for sections whose functions are all
-trusted, and under ``process`` isolation, whose isolated functions run in their own
-sandboxes (``sandbox``): a worker only calls them, never runs their code. Under ``mpk``,
-under ``-P``, and for a section that may call a function faastlane.json marks untrusted
-that no sandbox holds, every job gets a fresh fork of the Orchestrator
+trusted; under ``process`` isolation, whose isolated functions run in their own
+sandboxes (``sandbox``): a worker only calls them, never runs their code; and under
+``mpk``: a worker is forked after every function's protection domain was made, so each
+function's private heap is keyed in the worker as in the Orchestrator, and a job enters
+it through the same gate (a fault there is reported as the Orchestrator's is). Under
+``-P``, and for a section that may call a function faastlane.json marks untrusted that
+nothing isolates (``Mode.unconfined``), every worker is a fresh fork of the Orchestrator
 (:func:`forking.run_forked`). A worker whose job failed is retired (it
 may hold an abandoned thread still running user code) and a fresh one forked when needed.
 Workers see the function modules as they were when forked: later changes to module state
@@ -53,7 +56,7 @@ from ..asl.model import Machine, Map, Parallel, State, Task, walk_states
 from ..asl.variables import Variables, encoded_size
 from ..engine import handoff_scope, history, trace
 from ..engine.execution import Execution
-from ..engine.forking import Outcome, _describe_exit, job_message
+from ..engine.forking import Outcome, died, job_message
 from ..engine.functions import EXIT_ERROR, FunctionRegistry
 from ..engine.modes import Mode
 from ..interpreter.states import BranchJob, run_job
@@ -125,10 +128,8 @@ class ForkPool:
                         for s in walk_states(self.workflow)))
 
     def _trusted_section(self, state: Parallel | Map) -> bool:
-        """No function this Parallel/Map may call is marked untrusted (or those that
-        are run in their sandboxes, never in a worker)."""
-        if self.functions.sandboxes is not None:
-            return True
+        """No function this Parallel/Map may call is one the mode leaves unconfined in a
+        worker (marked untrusted, with neither a sandbox nor a domain)."""
         known = self._trusted.get(id(state))
         if known is None:
             machines = state.branches if isinstance(state, Parallel) else [state.iterator]
@@ -421,9 +422,8 @@ class _Section:
                 pass
             with self.pool._lock:  # noqa: SLF001
                 self.pool._discard(worker, reap=False)  # noqa: SLF001
-            self.outcomes[index] = Outcome(error=StatesError(
-                EXIT_ERROR, f"{self.describe(index)}: process {worker.pid} exited without "
-                            f"a result ({_describe_exit(status)})"))
+            self.outcomes[index] = Outcome(error=died(self.describe(index), worker.pid,
+                                                      status))
             if self.pending and not self.stop_on_error:
                 with self.pool._lock:  # noqa: SLF001
                     replacement = self.pool._fork()  # noqa: SLF001
