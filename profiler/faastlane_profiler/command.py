@@ -1,4 +1,6 @@
-"""``faastlane profile``: MPK support and usable vCPUs of this machine or of a target.
+"""``faastlane profile``: MPK support and usable vCPUs of this machine or of a target;
+``faastlane profile APP --input-file F``: where an app's parallel states should run
+(:mod:`app_run`).
 
 ``cli.py`` calls :func:`register` and dispatches to :data:`COMMANDS`. Results are cached
 per target and memory size (``cache.py``) and re-measured when older than ``--max-age``.
@@ -14,8 +16,9 @@ from typing import Any
 
 from faastlane.compose import profile_cache as cache
 from faastlane.deploy.commands import add_connection  # the deploy commands' own options
+from faastlane.errors import FaastlaneError
 
-from . import targets
+from . import app_run, targets
 
 TARGETS = ("local", "docker", "openwhisk", "lambda")
 
@@ -28,6 +31,18 @@ def register(commands: Any) -> None:
                     "benchmark with 1, 2, 3, ... processes, here, in a Docker container "
                     "with CPU limits, or as an action on OpenWhisk or Lambda. Results are "
                     "cached per target and memory size.")
+    parser.add_argument("app", nargs="?", metavar="APP",
+                        help="instead, profile this app: run it once on its sample input "
+                             "(--input/--input-file), trace it, and show where its "
+                             "Parallel and Map states would run (compose --profile-from)")
+    parser.add_argument("--input", help="APP: the execution input as JSON")
+    parser.add_argument("--input-file", metavar="F",
+                        help="APP: a file holding the execution input ('-': stdin)")
+    parser.add_argument("--isolation", choices=("mpk", "process", "none"),
+                        help="APP: run and plan it with this isolation (default: as "
+                             "compose chooses)")
+    parser.add_argument("-o", "--output", metavar="TRACE",
+                        help="APP: where the trace goes (default NAME.profile.jsonl here)")
     parser.add_argument("--target", choices=TARGETS, default="local",
                         help="where to measure (default: this machine)")
     parser.add_argument("--image", default="faastlane/runtime:latest",
@@ -115,6 +130,12 @@ def _handoff(measured: dict[str, float]) -> str:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    if args.app is not None:
+        return _profile_app(args)
+    if any(getattr(args, name) is not None
+           for name in ("input", "input_file", "output", "isolation")):
+        raise FaastlaneError("--input, --input-file, --isolation and --output profile an "
+                             "APP: name it")
     key, measure = _measure(args)
     profile, from_cache = cache.cached(key, measure, max_age=args.max_age * 3600,
                                        refresh=args.refresh)
@@ -122,6 +143,20 @@ def cmd_profile(args: argparse.Namespace) -> int:
         print(json.dumps(dict(profile, target=key, cached=from_cache), indent=2))
     else:
         print(describe(key, profile, from_cache))
+    return 0
+
+
+def _profile_app(args: argparse.Namespace) -> int:
+    if args.input is not None and args.input_file is not None:
+        raise FaastlaneError("give --input or --input-file, not both")
+    given = (["--input", args.input] if args.input is not None else
+             ["--input-file", args.input_file] if args.input_file is not None else [])
+    trace = args.output or app_run.default_trace(args.app)
+    sections = app_run.profile_app(args.app, given, trace, args.isolation)
+    if args.json:
+        print(json.dumps({"app": args.app, "trace": trace, "states": sections}, indent=2))
+    else:
+        print(app_run.describe(args.app, trace, sections))
     return 0
 
 

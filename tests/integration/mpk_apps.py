@@ -265,6 +265,16 @@ FUNCTIONS = {
             found = [c for c in object.__subclasses__() if c.__name__ == "KeeperSecret"]
             return {"value": found[0].value if found else None}
         """,
+    # 60 ms of CPU: a Map job long enough for the planner to give warm processes.
+    "Busy": """
+        import time
+
+        def handler(event, context):
+            end = time.process_time() + 0.06
+            while time.process_time() < end:
+                pass
+            return event
+        """,
     # Leaves code for other threads to run: at exit and around forks (the exiting or
     # forking thread is the Orchestrator's), in every collection, at every audit event.
     # The command and the callbacks are shared objects (an interned string, builtins):
@@ -446,6 +456,12 @@ FIFTY = {"StartAt": "Each", "States": {"Each": {
 # read faults and stops the workflow naming both.
 PEEK = chain(("Keeper", task("Keeper", ResultPath="$.keeper")),
              ("Peek", task("Peek", ResultPath="$.peek")))
+# PEEK's read, made by Map jobs on warm worker processes (compose --profile-from a
+# trace that measured the jobs long places them there): a worker forked after the
+# domains were made holds Keeper's heap under Keeper's key too.
+PEEK_IN_WORKERS = {"StartAt": "Jobs", "States": {"Jobs": {
+    "Type": "Map", "ItemsPath": "$.items", "End": True,
+    "ItemProcessor": chain(("Busy", task("Busy")), ("Peek", task("Peek")))}}}
 BREAKOUT = chain(("Breakout", task("Breakout")))
 PLANT = chain(("Planter", task("Planter")))
 # As PEEK, the read made by a thread Peek starts (issue 17, class 6).

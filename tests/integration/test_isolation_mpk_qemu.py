@@ -39,6 +39,7 @@ from .mpk_apps import (
     FAIL_THEN_CLEAN,
     NUMPY_CTYPES,
     PEEK,
+    PEEK_IN_WORKERS,
     THREAD_PEEK,
     TWO_HTTPS,
     WARM,
@@ -56,6 +57,7 @@ LOCAL_AWS_START_TIMEOUT_S = "400"
 AWS_ISOLATED = {"AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
                 "AWS_EC2_METADATA_DISABLED": "true"}
 HARNESS_SETUP_FAILED = 126
+ITEMS = json.dumps({"items": [1, 2, 3, 4]})
 
 
 def _compose(app: Path, out: Path, isolation: str) -> Path:
@@ -65,6 +67,23 @@ def _compose(app: Path, out: Path, isolation: str) -> Path:
                            str(out), "--isolation", isolation], capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stderr
+    return out
+
+
+def _compose_measured(app: Path, out: Path, items: str) -> Path:
+    """Compose for mpk with the placement a real run measured (on the host, without
+    isolation): the Map's long jobs on warm worker processes."""
+    trace = out.with_suffix(".trace")
+    done = subprocess.run([sys.executable, "-m", "faastlane", "run", str(app), "--isolation",
+                           "none", "--input", items, "--trace", str(trace)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, "-m", "faastlane", "compose", str(app), "-o",
+                           str(out), "--isolation", "mpk", "--vcpus", "2",
+                           "--profile-from", str(trace)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    placement = json.loads((out / "plan.json").read_text())["states"]["Jobs"]
+    assert placement["placement"] == "processes" and "learned" not in placement, placement
     return out
 
 
@@ -142,6 +161,9 @@ def guest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]
         {"name": "peek-none", "argv": _run(app("peek", PEEK, "none"))},
         {"name": "ctypes-peek", "argv": _run(app("ctypes-peek", CTYPES_PEEK))},
         {"name": "breakout", "argv": _run(app("breakout", BREAKOUT))},
+        {"name": "peek-in-workers", "argv": _run(_compose_measured(
+            write_mpk_app(tmp / "peek-in-workers", PEEK_IN_WORKERS),
+            tmp / "peek-in-workers-mpk", ITEMS), "--input", ITEMS)},
         {"name": "thread-peek", "argv": _run(app("thread-peek", THREAD_PEEK))},
         {"name": "numpy-ctypes", "argv": _run(app("numpy-ctypes", NUMPY_CTYPES))},
         {"name": "numpy-ctypes-none",
@@ -190,6 +212,16 @@ def test_reading_another_functions_heap_stops_the_workflow_naming_both(
     assert "function 'Peek' touched the private heap of function 'Keeper'" in out["Cause"]
     # Control: without isolation the same read succeeds (so the test can fail).
     assert _output(guest, "peek-none")["peek"] == {"value": "keeper-secret"}
+
+
+def test_a_map_job_on_a_warm_worker_reading_another_functions_heap_is_stopped(
+        guest: dict[str, dict[str, Any]]) -> None:
+    out = _output(guest, "peek-in-workers", code=1)
+    assert out["Error"] == "Faastlane.IsolationViolation", out
+    # Reported by the Orchestrator for the worker that died, naming the job.
+    assert out["Cause"].startswith("iteration "), out
+    assert "of Map 'Jobs'" in out["Cause"], out
+    assert "function 'Peek' touched the private heap of function 'Keeper'" in out["Cause"]
 
 
 def test_ctypes_is_refused_to_function_code_under_keys(

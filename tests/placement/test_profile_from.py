@@ -98,3 +98,38 @@ def test_without_a_trace_the_orchestrator_learns_it_and_minus_p_does_not(
             # The hand-off a job must outweigh: the profiled fork, else its default.
             assert jobs["learned"] is True and plan["options"]["learned"]["Jobs"] > 0
             assert jobs["reason"].startswith("nothing measured its jobs")
+
+
+def test_profile_app_runs_it_once_and_shows_the_placement(tmp_path: Path) -> None:
+    app = _app(tmp_path / "app")
+    trace = tmp_path / "work.jsonl"
+    items = json.dumps({"items": [{"ms": 60}] * 4})
+    # Trusted code on threads (isolated, each call would be its sandbox's).
+    done = faastlane("profile", str(app), "--input", items, "-o", str(trace), "--json",
+                     "--isolation", "none")
+    assert done.code == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["trace"] == str(trace) and trace.exists()
+    jobs = shown["states"]["Jobs"]
+    assert jobs["placement"] == "processes" and jobs["reason"].startswith("measured ("), jobs
+    # What it printed is what compose makes of the same trace.
+    assert _placement_of(app, tmp_path / "out", trace) == jobs
+
+
+def _placement_of(app: Path, out: Path, trace: Path) -> dict:
+    done = faastlane("compose", str(app), "-o", str(out), "--profile-from", str(trace),
+                     "--isolation", "none")
+    assert done.code == 0, done.stderr
+    return json.loads((out / "plan.json").read_text())["states"]["Jobs"]
+
+
+def test_profile_app_never_replaces_a_file_that_is_not_a_trace(tmp_path: Path) -> None:
+    app = _app(tmp_path / "app")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    done = faastlane("profile", str(app), "--input", '{"items": []}', "-o", str(notes))
+    assert done.code != 0 and "is not a faastlane trace: not replaced" in done.stderr
+    assert notes.read_text() == "mine\n"
+    failed = faastlane("profile", str(app), "--input", '{"items": [{"ms": "x"}]}',
+                       "-o", str(tmp_path / "t.jsonl"))
+    assert failed.code != 0 and "the profiling run of" in failed.stderr
