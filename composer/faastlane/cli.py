@@ -169,8 +169,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="faastlane-run-", dir=_scratch_parent()) as scratch:
         out = args.keep or os.path.join(scratch, "action")
         composition = prepare(args.app, **planning(args))
-        isolation = composition.plan["isolation"]
-        sys.stderr.write(f"faastlane: isolation {isolation['mode']}: {isolation['reason']}\n")
         write_action(composition, out)
         input_file = os.path.join(scratch, "input.json")
         with open(input_file, "w", encoding="utf-8") as handle:
@@ -188,6 +186,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         # A template's tables, topics, ...: created on the local endpoint (or an embedded
         # one, for this run only) before its workflow runs.
         with local_resources(args.app, project_options(args), args.create_resources) as env:
+            if args.isolation is None:  # what was chosen for the user, said once
+                isolation = composition.plan["isolation"]
+                sys.stderr.write(f"faastlane: isolation {isolation['mode']}: "
+                                 f"{isolation['reason']}\n")
             code = _run_action(command, env)
     if code in (0, 1, 2):
         return code

@@ -148,7 +148,10 @@ def test_compose_writes_a_self_contained_action(app_dir: Path, tmp_path: Path) -
                  "functions/echo.py"):
         assert (out / name).is_file(), name
     plan = json.loads((out / "plan.json").read_text())
-    assert plan["states"]["E"]["placement"] == "thread"
+    # Nothing marked: isolated by default (no protection keys in the tests' runs).
+    assert plan["isolation"]["mode"] == "process", plan["isolation"]
+    assert plan["isolation"]["reason"].startswith("isolated by default")
+    assert plan["states"]["E"]["placement"] == "sandbox"
     # The action runs without faastlane installed: -S leaves site-packages off the path.
     probe = ("import importlib.util, sys\n"
              "assert importlib.util.find_spec('faastlane') is None\n"
@@ -166,7 +169,7 @@ def test_compose_writes_a_self_contained_action(app_dir: Path, tmp_path: Path) -
 def test_trace_reports_every_state_with_compute_time(app_dir: Path) -> None:
     write_app(app_dir, chain(("One", task("echo")), ("Two", {"Type": "Pass", "End": True})),
               {"echo": ECHO})
-    done = faastlane("run", str(app_dir), "--trace", "--input", "{}")
+    done = faastlane("run", str(app_dir), "--isolation", "none", "--trace", "--input", "{}")
     assert done.code == 0
     lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
     header, records = lines[0], lines[1:]

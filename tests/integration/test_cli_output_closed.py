@@ -52,7 +52,9 @@ def test_run(app_dir: Path) -> None:
         "Type": "Task", "Resource": "echo", "End": True}}},
         {"echo": "def handler(event, context):\n    return event\n"})
     done = _into_closed_pipe("run", str(app_dir), "--input", '{"x": 1}')
-    assert (done.returncode, done.stderr) == (0, "")
+    # Its one line on stderr: the isolation it chose (said once by every run).
+    assert (done.returncode, done.stderr.count("\n")) == (0, 1), done.stderr
+    assert done.stderr.startswith("faastlane: isolation process: isolated by default")
 
 
 def test_profile_json(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ def test_lambda_environment_is_each_functions_own_even_at_once(tmp_path: Path) -
                     {"functions": {"A": {"environment": {"GREETING": "hello-a"},
                                          "memory": 512},
                                    "B": {"environment": {"GREETING": "hello-b"}}}})
-    code, out, err = run(app, "--threads-only")
+    code, out, err = run(app, "--threads-only", "--isolation", "none")  # one process
     assert code == 0, err
     a, b = out
     for seen, name, greeting in ((a, "A", "hello-a"), (b, "B", "hello-b")):

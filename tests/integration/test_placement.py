@@ -48,12 +48,17 @@ def test_process_isolation_runs_an_untrusted_function_in_its_own_warm_process(
     assert out["a"]["pid"] == out["b"]["pid"] != out["t"]["pid"]
 
 
-def test_parallel_branches_are_processes_unless_threads_only(app_dir: Path) -> None:
+def test_parallel_branches_run_on_threads_until_measured_or_forked_with_p(app_dir: Path
+                                                                         ) -> None:
     branches = [chain((f"W{i}", task("who"))) for i in range(3)]
     write_app(app_dir, chain(("P", parallel(*branches))), {"who": WHO})
-    forked = faastlane("run", str(app_dir), "--vcpus", "3").json
+    # Nothing measured these jobs: a first run is on the Orchestrator's threads.
+    first = faastlane("run", str(app_dir), "--isolation", "none", "--vcpus", "3").json
+    assert len({b["pid"] for b in first}) == 1
+    forked = faastlane("run", str(app_dir), "--isolation", "none", "--vcpus", "3",
+                       "--processes-only").json
     assert len({b["pid"] for b in forked}) == 3
-    threaded = faastlane("run", str(app_dir), "--threads-only").json
+    threaded = faastlane("run", str(app_dir), "--isolation", "none", "--threads-only").json
     assert len({b["pid"] for b in threaded}) == 1
 
 
@@ -78,12 +83,17 @@ def test_a_killed_branch_is_an_error_not_a_hang(app_dir: Path) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
     """})
     started = time.monotonic()
-    done = faastlane("run", str(app_dir), timeout=60)
+    done = faastlane("run", str(app_dir), timeout=60)  # isolated: in its sandbox
     assert time.monotonic() - started < 30
     assert done.code == 1
     assert done.json["Error"] == "Runtime.ExitError"
-    assert "branch 0 of Parallel 'P'" in done.json["Cause"]
+    assert "function 'die': sandbox process" in done.json["Cause"]
     assert "signal: kill" in done.json["Cause"]
+    forked = faastlane("run", str(app_dir), "--isolation", "none", "--processes-only",
+                       timeout=60)
+    assert forked.code == 1 and forked.json["Error"] == "Runtime.ExitError"
+    assert "function 'die': process" in forked.json["Cause"]
+    assert "signal: kill" in forked.json["Cause"]
 
 
 def test_a_crashed_branch_can_be_caught(app_dir: Path) -> None:
@@ -125,7 +135,10 @@ def test_function_modules_are_imported_once_per_container(app_dir: Path, tmp_pat
                      ("M", {"Type": "Map", "ItemsPath": "$.items", "End": True,
                             "ItemProcessor": chain(("C", task("counted")))}))
     write_app(app_dir, workflow, {"counted": counted})
-    done = faastlane("run", str(app_dir), "--input", '{"items": [1, 2, 3, 4]}')
+    # Shared by threads (and warm workers forked after the import); isolated, each of a
+    # function's sandboxes is a container of its own and imports it, as on Lambda.
+    done = faastlane("run", str(app_dir), "--isolation", "none", "--input",
+                     '{"items": [1, 2, 3, 4]}')
     assert done.code == 0, done.stderr
     assert log.read_text() == "imported\n"
 
