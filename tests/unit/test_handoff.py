@@ -171,18 +171,41 @@ def handler(event, context):
 '''
 
 
-def test_relayed_tasks_run_each_on_their_functions_thread_and_reuse_it(
-        tmp_path: Path) -> None:
+def test_relayed_tasks_run_one_after_another_on_one_warm_thread(tmp_path: Path) -> None:
     run = orchestrator(tmp_path, {
         "A": task("Where", Next="B"), "B": task("Where", Next="C"),
         "C": task("Other", End=True)}, {"Where": WHERE, "Other": WHERE})
     for _ in range(20):
         result = run.execute({})
-        assert result.output == {"seen": ["faastlane:Where", "faastlane:Where",
-                                          "faastlane:Other"]}
-    # the thread that finished A started B on itself: parked before it handed over
+        assert result.output == {"seen": ["faastlane:relay"] * 3}
+    # parked before it woke the caller: the next execution's relay found it free
     names = [t.name for t in threading.enumerate()]
-    assert names.count("faastlane:Where") == 1
+    assert names.count("faastlane:relay") == 1
+    run.close()
+
+
+# Sets the decimal module's precision (a context variable) and reports what it found.
+PRECISION = '''
+import decimal
+
+def handler(event, context):
+    found = decimal.getcontext().prec
+    decimal.getcontext().prec = event["set"]
+    return {"found": event.get("found", []) + [found], "set": event.get("next", 1)}
+'''
+
+
+def test_a_function_in_a_relay_keeps_its_own_context_variables(tmp_path: Path) -> None:
+    # On its own Lambda, each function's decimal precision is its own and stays set for
+    # its next invocation in that container; sharing the relay's thread changes nothing.
+    run = orchestrator(tmp_path, {
+        "A": task("SetsFive", Next="B"), "B": task("SetsNine", End=True)},
+        {"SetsFive": PRECISION, "SetsNine": PRECISION})
+    first = run.execute({"set": 5, "next": 9})
+    assert first.status == "SUCCEEDED", (first.error, first.cause)
+    assert first.output["found"] == [28, 28]  # B did not see A's 5: the default
+    second = run.execute({"set": 5, "next": 9})
+    assert second.output["found"] == [5, 9]  # each found what it set itself before
     run.close()
 
 
@@ -197,7 +220,9 @@ def test_a_relay_hands_back_at_other_states_and_goes_on_after_them(tmp_path: Pat
     tracing.enabled = True
     tracing.take()
     result = run.execute({})
-    assert result.output == {"seen": ["faastlane:Where"] * 3, "mark": "pass"}
+    # A and D relayed; Caught (with a Catch) on its function's own thread
+    assert result.output == {"seen": ["faastlane:relay", "faastlane:Where",
+                                      "faastlane:relay"], "mark": "pass"}
     assert [(r["type"], r["state"]) for r in tracing.take()] == [
         ("Function", "A"), ("Task", "A"), ("Pass", "Mark"), ("Function", "Caught"),
         ("Task", "Caught"), ("Function", "D"), ("Task", "D")]
@@ -279,8 +304,7 @@ def test_concurrent_executions_relay_through_the_same_functions(tmp_path: Path) 
         thread.join(60)
     assert len(outputs) == 200
     for index, _, output in outputs:
-        assert output == {"client": index, "seen": ["faastlane:Where", "faastlane:Other",
-                                                    "faastlane:Where"]}
+        assert output == {"client": index, "seen": ["faastlane:relay"] * 3}
     run.close()
 
 
@@ -295,8 +319,7 @@ def test_choice_and_pass_states_between_tasks_run_on_the_relay(tmp_path: Path,
     tracing.enabled = True
     tracing.take()
     result = run.execute({"go": "b"})
-    assert result.output == {"go": "b", "mark": "pass",
-                             "seen": ["faastlane:Where", "faastlane:Other"]}
+    assert result.output == {"go": "b", "mark": "pass", "seen": ["faastlane:relay"] * 2}
     records = {(r["type"], r["state"]): r["thread"] for r in tracing.take()}
     assert records[("Choice", "Route")] == records[("Function", "A")]
     assert records[("Pass", "Mark")] == records[("Function", "A")]

@@ -10,6 +10,7 @@ section runner it is handed, in forked processes, or on threads for the ``-Th`` 
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import functools
 import os
@@ -37,7 +38,7 @@ from .functions import (
     timed_out,
 )
 from .lambda_context import ACCOUNT, REGION
-from .threads import POOL, Handover, WorkerTimeout
+from .threads import POOL, Last, Step, WorkerTimeout
 
 
 class ExecutionTimedOut(StatesError):
@@ -268,24 +269,29 @@ class Execution:
         waiter watches those: :class:`RelayWatch`); the mode says."""
         return self.mode.relays(self, placement)
 
-    def function_starter(self, state_name: str, function: str, event: Any,
-                         then: Callable[[Any, StatesError | None], Handover | None],
-                         watch: RelayWatch) -> Handover:
-        """The step that starts one invocation on the function's warm thread and returns
-        at once; that thread then calls ``then(result, error)`` unless ``watch`` (the
-        relay's waiter) gave up on it at its function's timeout. The function is looked
-        up now (a missing one fails here). Only where :meth:`relays` says."""
+    def function_step(self, state_name: str, function: str, event: Any,
+                      then: Callable[[Any, StatesError | None], Step | Last | None],
+                      watch: RelayWatch) -> Step:
+        """The relay step that runs one invocation on the relay's thread, in the
+        function's own context variables, and then ``then(result, error)`` -- unless
+        ``watch`` (the relay's waiter) gave up on it at its function's timeout. The
+        function is looked up now (a missing one fails here). Only where :meth:`relays`
+        says."""
         loaded = self.functions.get(function)
         seconds = function_timeout(loaded.spec)
 
-        def job() -> Handover | None:
+        def step() -> Step | Last | None:
             ticket = watch.started(state_name, seconds)
-            outcome = timed_invoke(state_name, loaded, event, seconds, THREAD)
+            own = CONTEXTS.take(function)
+            try:
+                outcome = own.run(timed_invoke, state_name, loaded, event, seconds, THREAD)
+            finally:
+                CONTEXTS.give_back(function, own)
             if not watch.finished(ticket):
                 return None  # timed out: the relay ended without it
             return then(*outcome)
 
-        return lambda: POOL.start(loaded.spec.name, job)
+        return step
 
     def _call_on_thread(self, state_name: str, loaded: Invocable, event: Any,
                         limit: float | None, timeout_seconds: float) -> Any:
@@ -478,6 +484,31 @@ class RelayWatch:
             error = timed_out(self.seconds)
         error.state = self.state
         return error
+
+
+class FunctionContexts:
+    """Each function's own context variables (``contextvars``: the decimal module's
+    context, numpy's error state, ...) for calls made on a relay's shared thread: what one
+    function sets there, the next does not see, and its own next call does (as its own
+    warm thread keeps them for its other calls). One context per call running at once."""
+
+    def __init__(self) -> None:
+        self._free: dict[str, list[contextvars.Context]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, function: str) -> contextvars.Context:
+        with self._lock:
+            free = self._free.get(function)
+            if free:
+                return free.pop()
+        return contextvars.Context()
+
+    def give_back(self, function: str, context: contextvars.Context) -> None:
+        with self._lock:
+            self._free.setdefault(function, []).append(context)
+
+
+CONTEXTS = FunctionContexts()
 
 
 def timed_invoke(state_name: str, loaded: Invocable, event: Any,

@@ -8,8 +8,9 @@ that overruns its deadline is abandoned (Python cannot stop it) and never reused
 
 Two ways to use one: :meth:`WorkerPool.run` waits for the job's result (two wake-ups:
 the worker's, then the caller's); :meth:`WorkerPool.start` returns at once and the job
-hands its outcome on by itself (one wake-up: the next thread's), which is how a relay of
-sequential Tasks runs (``states.py``).
+hands its outcome on by itself, which is how a relay of sequential Tasks runs
+(``states.py``): its :func:`steps` -- every function of the chain, one after another --
+on one warm thread of the key ``RELAYS``, with no wake-up between two functions.
 
 Forked children inherit none of these threads, only their bookkeeping, so the pool is
 emptied in every child after a fork.
@@ -27,6 +28,34 @@ from . import handoff_scope
 
 # A job of start(): it may return a last step, run once its thread is parked again.
 Handover = Callable[[], None]
+# A step of a relay (``interpreter/states.py``): it runs and returns the step after it,
+# None when nothing follows, or a :class:`Last`.
+Step = Callable[[], "Step | Last | None"]
+
+
+class Last:
+    """A relay's last step (it wakes the relay's waiter): run once the relay's thread is
+    parked again, so that the waiter's next relay finds that thread free."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: Handover) -> None:
+        self.run = run
+
+    def __call__(self) -> None:
+        self.run()
+
+
+def steps(first: Step) -> Callable[[], Handover | None]:
+    """A job for :meth:`WorkerPool.start` that runs ``first`` and the steps it leads to
+    on one thread, one after another; the :class:`Last` runs after parking."""
+    def job() -> Handover | None:
+        step: Step | Last | None = first
+        while step is not None and not isinstance(step, Last):
+            step = step()
+        return step
+
+    return job
 
 
 class WorkerTimeout(Exception):
@@ -40,7 +69,8 @@ class _Worker:
         # (job, whether its caller waits for the outcome in outbox)
         self.inbox: queue.SimpleQueue[tuple[Callable[[], Any], bool]] = queue.SimpleQueue()
         self.outbox: queue.SimpleQueue[tuple[Any, BaseException | None]] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._serve, name=f"faastlane:{key}",
+        name = key if key.startswith("faastlane:") else f"faastlane:{key}"
+        self.thread = threading.Thread(target=self._serve, name=name,
                                        daemon=True)
         self.thread.start()
 
@@ -114,3 +144,4 @@ class WorkerPool:
 
 
 POOL = WorkerPool()
+RELAYS = "faastlane:relay"  # the key of the threads relays run on

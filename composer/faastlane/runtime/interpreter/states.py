@@ -52,7 +52,7 @@ from ..engine import history, trace
 from ..engine.execution import Execution, ExecutionTimedOut, RelayWatch
 from ..engine.forking import Outcome
 from ..engine.lambda_context import ACCOUNT, REGION
-from ..engine.threads import Handover
+from ..engine.threads import POOL, RELAYS, Last, Step, steps
 from ..services import calls as service_calls
 from .dataflow import DataFlow, located
 
@@ -134,13 +134,15 @@ def _run_state(state: State, data: Any, execution: Execution) -> Transition:
 # ------------------------------------------------------------------ relays of Tasks
 #
 # Run by execute(), a Task waits on the calling thread for its function's thread: two
-# wake-ups per hand-off (the function's thread, then the caller's). In a relay the
-# function's thread itself finishes the Task and starts the next one's function, and the
-# caller is woken once, when the relay ends: one wake-up per hand-off. Only Tasks whose
-# error handling is "none": no Retry, Catch or timeout (nothing to wait for), on a warm
-# thread of this process (Execution.relays); Pass, Choice and Succeed states between
-# them run on the relay's way; at any other state the relay hands the execution back to
-# the calling thread, and run_machine goes on as before.
+# wake-ups per hand-off (the function's thread, then the caller's). A relay runs a chain
+# of Tasks on one warm thread (engine.threads.steps): each function in turn, in its own
+# context variables (execution.FunctionContexts), each Task finished and the next one's
+# function called right there, so a hand-off wakes no thread at all; the caller is woken
+# once, when the relay ends (and watches the running function's timeout meanwhile). Only
+# Tasks whose error handling is "none": no Retry, Catch or timeout (nothing to wait
+# for), where functions share the heap (Execution.relays); Pass, Choice and Succeed
+# states between them run on the relay's way; at any other state the relay hands the
+# execution back to the calling thread, and run_machine goes on as before.
 
 # (output, next state or None, error): how a relay ends
 _Baton = queue.SimpleQueue[tuple[Any, str | None, BaseException | None]]
@@ -160,7 +162,7 @@ def _relay(machine: Machine, state: Task, data: Any, execution: Execution) -> Tr
     """Run ``state`` and the relayable Tasks after it; the state to go on with."""
     baton: _Baton = queue.SimpleQueue()
     watch = RelayWatch()
-    _pass_on(machine, state, data, execution, baton, watch)()
+    POOL.start(RELAYS, steps(_pass_on(machine, state, data, execution, baton, watch)))
     while True:
         try:
             output, next_name, error = baton.get(timeout=watch.wait())
@@ -176,8 +178,8 @@ def _relay(machine: Machine, state: Task, data: Any, execution: Execution) -> Tr
 
 
 def _pass_on(machine: Machine, state: Task, data: Any, execution: Execution,
-             baton: _Baton, watch: RelayWatch) -> Handover:
-    """Enter ``state`` and prepare its function's call; the step that starts it (or, if
+             baton: _Baton, watch: RelayWatch) -> Step | Last:
+    """Enter ``state`` and prepare its function's call; the step that makes it (or, if
     preparing failed, the step that ends the relay with the state's error)."""
     start = trace.now() if trace.enabled else 0.0
     event_id = execution.enter_state(state, data)
@@ -187,25 +189,25 @@ def _pass_on(machine: Machine, state: Task, data: Any, execution: Execution,
         _task_scheduled(state, execution, event, effective, None)
         then = functools.partial(_carry_on, machine, state, flow, event_id, start, baton,
                                  watch)
-        starter = execution.function_starter(state.name, function, event, then, watch)
+        call = execution.function_step(state.name, function, event, then, watch)
     except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
         _record(state, start)
         return _ending(baton, None, None, _named(exc, state, event_id))
 
-    def started() -> None:
+    def called() -> Step | Last | None:
         try:
-            starter()
-        except BaseException as exc:  # noqa: BLE001 - no thread to start: nobody waits
-            baton.put((None, None, exc))
+            return call()
+        except BaseException as exc:  # noqa: BLE001 - a fault of the relay: its waiter
+            return _ending(baton, None, None, exc)  # must hear of it, not hang
 
-    return started
+    return called
 
 
 def _carry_on(machine: Machine, state: Task, flow: DataFlow, event_id: int, start: float,
               baton: _Baton, watch: RelayWatch, result: Any,
-              error: StatesError | None) -> Handover:
-    """On the function's thread, once it returned: finish its Task, then pass the
-    execution on."""
+              error: StatesError | None) -> Step | Last:
+    """On the relay's thread, once the function returned: finish its Task, then pass
+    the execution on."""
     try:
         _task_ended(state, flow.execution, result, error)
         if error is not None:
@@ -220,7 +222,7 @@ def _carry_on(machine: Machine, state: Task, flow: DataFlow, event_id: int, star
 
 
 def _onwards(machine: Machine, name: str | None, data: Any, execution: Execution,
-             baton: _Baton, watch: RelayWatch) -> Handover:
+             baton: _Baton, watch: RelayWatch) -> Step | Last:
     """From state ``name`` on: Pass, Choice and Succeed states run here (they compute,
     never wait), up to the next relayable Task, or back to the calling thread."""
     while name is not None:
@@ -237,9 +239,9 @@ def _onwards(machine: Machine, name: str | None, data: Any, execution: Execution
 
 
 def _ending(baton: _Baton, output: Any, next_name: str | None,
-            error: BaseException | None) -> Handover:
+            error: BaseException | None) -> Last:
     """The step that ends a relay: the calling thread goes on from ``next_name``."""
-    return lambda: baton.put((output, next_name, error))
+    return Last(lambda: baton.put((output, next_name, error)))
 
 
 def _record(state: State, start: float) -> None:
