@@ -26,7 +26,7 @@ from ..asl.jsonvalue import detach
 from ..asl.model import PROCESS, THREAD
 from ..asl.variables import Variables
 from ..options import PARALLEL_THREADS, Options
-from . import history, modes, trace
+from . import history, lambda_env, modes, trace
 from .forking import Outcome, run_forked
 from .functions import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -34,7 +34,6 @@ from .functions import (
     FunctionRegistry,
     FunctionSpec,
     Invocable,
-    running,
     timed_out,
 )
 from .lambda_context import ACCOUNT, REGION
@@ -148,6 +147,12 @@ class Execution:
 
     def skip_ids(self, count: int) -> None:
         self._next_event += count
+
+    def numbered(self, count: int) -> None:
+        """``count`` events, each linked to the one before, when no history is kept:
+        only their ids are taken (as :meth:`emit` would, ``count`` times)."""
+        self._next_event += count
+        self.source = self._next_event - 1
 
     def _take_id(self) -> int:
         event_id = self._next_event
@@ -490,22 +495,20 @@ class FunctionContexts:
     """Each function's own context variables (``contextvars``: the decimal module's
     context, numpy's error state, ...) for calls made on a relay's shared thread: what one
     function sets there, the next does not see, and its own next call does (as its own
-    warm thread keeps them for its other calls). One context per call running at once."""
+    warm thread keeps them for its other calls). A call takes its function's context out
+    (a context runs on one thread at a time); one made while another call holds it gets a
+    fresh context, and the one given back last is kept -- as two warm Lambda containers
+    of one function keep their own state, and either serves the next invocation."""
 
     def __init__(self) -> None:
-        self._free: dict[str, list[contextvars.Context]] = {}
-        self._lock = threading.Lock()
+        self._free: dict[str, contextvars.Context] = {}
 
     def take(self, function: str) -> contextvars.Context:
-        with self._lock:
-            free = self._free.get(function)
-            if free:
-                return free.pop()
-        return contextvars.Context()
+        # dict.pop is atomic: no lock on the hand-off's path.
+        return self._free.pop(function, None) or contextvars.Context()
 
     def give_back(self, function: str, context: contextvars.Context) -> None:
-        with self._lock:
-            self._free.setdefault(function, []).append(context)
+        self._free[function] = context
 
 
 CONTEXTS = FunctionContexts()
@@ -521,11 +524,15 @@ def timed_invoke(state_name: str, loaded: Invocable, event: Any,
         began = time.perf_counter()
     result, error = None, None
     function = loaded.spec.name
-    with running(function if state_name == function else f"{state_name}/{function}"):
-        try:
-            result = loaded.invoke(event, timeout_seconds)
-        except StatesError as exc:
-            error = exc
+    # What this thread runs, for its output's label (functions.current_function).
+    current = lambda_env.CURRENT
+    current.label = function if state_name == function else f"{state_name}/{function}"
+    try:
+        result = loaded.invoke(event, timeout_seconds)
+    except StatesError as exc:
+        error = exc
+    finally:
+        current.label = None
     if traced:
         compute = time.perf_counter() - began
         trace.record(state=state_name, type="Function", function=loaded.spec.name,

@@ -14,8 +14,7 @@ import os
 import sys
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
@@ -71,20 +70,9 @@ def _source_of(filename: str) -> str:
     return original if os.path.exists(original) else filename
 
 
-@contextmanager
-def running(label: str) -> Iterator[None]:
-    """Mark this thread as running a function, labelled ``label`` (its output is then
-    labelled with it: ``State/function``, or the name alone when the state is named
-    after it); in :data:`lambda_env.CURRENT`, beside its environment and context."""
-    lambda_env.CURRENT.label = label
-    try:
-        yield
-    finally:
-        lambda_env.CURRENT.label = None
-
-
 def current_function() -> str | None:
-    """What this thread is running (see :func:`running`), or None (the Orchestrator)."""
+    """What this thread is running (``execution.timed_invoke`` sets it), or None (the
+    Orchestrator)."""
     return lambda_env.CURRENT.label
 
 

@@ -49,7 +49,7 @@ class Invocation(threading.local):
 
     view: dict[str, str | None] | None = None
     context: Any = None
-    label: str | None = None  # "State/function", for its output (engine.functions.running)
+    label: str | None = None  # "State/function", for its output (engine.execution.timed_invoke)
 
 
 CURRENT = Invocation()

@@ -441,8 +441,7 @@ def _task_scheduled(state: Task, execution: Execution, event: Any, effective: An
                     timeout: float | None) -> None:
     """The events of a Task's call about to start (an attempt of it)."""
     if execution.events is None:
-        execution.emit("TaskScheduled")
-        execution.emit("TaskStarted")
+        execution.numbered(2)  # Scheduled, Started
         return
     resource = task_resource(state)
     if resource is None:
@@ -469,7 +468,7 @@ def _task_ended(state: Task, execution: Execution, result: Any,
                 error: StatesError | None) -> None:
     """The event of a Task's call that returned ``result`` or failed with ``error``."""
     if execution.events is None:
-        execution.emit("TaskEnded")
+        execution.numbered(1)
         return
     resource = task_resource(state)
     prefix = "LambdaFunction"
