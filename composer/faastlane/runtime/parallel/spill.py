@@ -69,7 +69,10 @@ class Spiller:
                  invoker: Invoker | None = None, store: ObjectStore | None = None) -> None:
         # Plan keys per state, computed once per workflow (the workflow is kept alive
         # with them, so its id cannot be reused by another object).
-        self.keys = _KEYS.setdefault(id(workflow), (workflow, state_keys(workflow)))[1]
+        known = _KEYS.get(id(workflow))
+        if known is None:
+            known = _KEYS[id(workflow)] = (workflow, state_keys(workflow))
+        self.keys = known[1]
         self.options = options
         self.pool = pool  # this container's warm workers, for the group run here
         self.invoker = invoker  # None: nothing spills (a group a copy runs, say)
@@ -81,6 +84,8 @@ class Spiller:
         """The platform and store of this activation (OpenWhisk sets its API key per
         activation, so this is made per execution, not per container)."""
         policy.count_activation()
+        if options.max_containers <= 1:  # nothing spills: no platform to read
+            return cls(workflow, options, pool, None, None)
         return cls(workflow, options, pool, invoker_from_environ(), ObjectStore.from_environ())
 
     def may_spill(self) -> bool:
