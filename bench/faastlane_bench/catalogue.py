@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from faastlane.app_source import load
+from faastlane.runtime.isolation import domains
 
 REPOSITORY = Path(__file__).resolve().parents[2]  # bench/faastlane_bench/catalogue.py
 EXAMPLES = REPOSITORY / "examples"
@@ -132,14 +133,32 @@ def handoff_workloads(scratch: Path, payloads: dict[str, int] = CHAIN_PAYLOADS
     return found
 
 
+FAASTLANE_MPK = "Faastlane (mpk)"
+FAASTLANE_MPK_UNENFORCED = "Faastlane (mpk, no keys)"
+
+
+def mpk_system() -> tuple[SystemSpec | None, str]:
+    """The MPK row and what it measures: real keys where this interpreter (cpython-mpk)
+    and CPU have them; on cpython-mpk without keys, the same private heaps, gates and
+    copies with nothing enforced (labelled so); none elsewhere (no private heaps)."""
+    status = domains.status()
+    if status.implementation == "missing":
+        return None, (f"{FAASTLANE_MPK} not measured: this Python is not the cpython-mpk "
+                      f"runtime (no _faastlane)")
+    if status.available and domains.requested_mode() != "off":
+        return SystemSpec(FAASTLANE_MPK, "faastlane", {"isolation": "mpk"}), ""
+    return (SystemSpec(FAASTLANE_MPK_UNENFORCED, "faastlane", {"isolation": "mpk"}),
+            f"{FAASTLANE_MPK_UNENFORCED}: private heaps and their gates without protection "
+            f"keys ({status.reason or 'FAASTLANE_MPK=off'}): its costs, not its enforcement")
+
+
 def systems_for(workload: Workload, with_baselines: bool = True,
                 variants: bool = True) -> list[SystemSpec]:
     """Faastlane in the app's own isolation, its variants, and the baselines.
 
-    The full system is listed where it differs from -NS (an app with untrusted functions
-    gets process isolation; MPK is used where the host has it); process isolation, the
-    isolation of hosts without protection keys, is always measured too (an app that
-    marks no function puts every one in its own warm sandbox then).
+    The full system is listed where it differs from -NS (isolated by default: mpk where
+    the host has protection keys, else process); process isolation and mpk (real keys,
+    else unenforced, labelled so, on the cpython-mpk runtime) are always measured too.
     """
     systems = [SystemSpec(FAASTLANE_NS, "faastlane", {"isolation": "none"})]
     isolation = load(workload.app, {}).options.isolation
@@ -148,6 +167,9 @@ def systems_for(workload: Workload, with_baselines: bool = True,
     if isolation != "process":
         systems.append(SystemSpec("Faastlane (process)", "faastlane",
                                   {"isolation": "process"}))
+    mpk, _ = mpk_system()
+    if isolation != "mpk" and mpk is not None:
+        systems.append(mpk)
     if variants:
         systems.append(SystemSpec("Faastlane-Th", "faastlane",
                                   {"isolation": "none", "threads_only": True}))

@@ -34,7 +34,7 @@ from faastlane.errors import FaastlaneError
 from faastlane.runtime.cpus import affinity_cpus
 
 from . import cost, machine, report, stats
-from .catalogue import BASELINE_OPENWHISK, BASELINE_STEP_FUNCTIONS, SystemSpec, Workload
+from .catalogue import BASELINE_OPENWHISK, BASELINE_STEP_FUNCTIONS, SystemSpec, Workload, mpk_system
 from .catalogue import systems_for as catalogue_systems
 from .claimcheck import S3Store
 from .harness import Config, run_workload
@@ -55,27 +55,10 @@ def app_config(rounds: int | None, quick: bool) -> Config:
                   throughput_seconds=-1.0, pool_size=1)
 
 
-def mpk_available() -> tuple[bool, str]:
-    """Whether the MPK variant can run here, and if not, why (for the summary)."""
-    if "_faastlane" not in sys.builtin_module_names:
-        return False, "this Python is not the cpython-mpk runtime (no _faastlane)"
-    if not machine.describe()["mpk"]:
-        return False, "the CPU has no protection keys (pku)"
-    return True, ""
-
-
 def systems_for(workload: Workload) -> tuple[list[SystemSpec], list[str]]:
-    """The systems of a user's run, and notes on what was left out."""
-    systems = catalogue_systems(workload, variants=False)
-    notes = []
-    has_mpk, why = mpk_available()
-    if has_mpk and not any(s.planning.get("isolation") == "mpk" or s.name.endswith("(mpk)")
-                           for s in systems):
-        at = next(i for i, s in enumerate(systems) if s.is_baseline)
-        systems.insert(at, SystemSpec("Faastlane (mpk)", "faastlane", {"isolation": "mpk"}))
-    elif not has_mpk:
-        notes.append(f"Faastlane (mpk) not measured: {why}")
-    return systems, notes
+    """The systems of a user's run, and notes on what was left out or is unenforced."""
+    _, note = mpk_system()
+    return catalogue_systems(workload, variants=False), [note] if note else []
 
 
 def _free_port() -> int:
