@@ -17,6 +17,7 @@ from typing import Any
 from faastlane.compose import profile_cache as cache
 from faastlane.deploy.commands import add_connection  # the deploy commands' own options
 from faastlane.errors import FaastlaneError
+from faastlane.runtime.options import ISOLATION_MODES
 
 from . import app_run, targets
 
@@ -38,7 +39,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--input", help="APP: the execution input as JSON")
     parser.add_argument("--input-file", metavar="F",
                         help="APP: a file holding the execution input ('-': stdin)")
-    parser.add_argument("--isolation", choices=("mpk", "process", "none"),
+    parser.add_argument("--isolation", choices=ISOLATION_MODES,
                         help="APP: run and plan it with this isolation (default: as "
                              "compose chooses)")
     parser.add_argument("-o", "--output", metavar="TRACE",

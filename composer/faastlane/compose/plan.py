@@ -47,6 +47,7 @@ from faastlane.runtime.isolation import domains
 from faastlane.runtime.isolation.domains import MPKStatus
 from faastlane.runtime.options import (
     CONTAINERS,
+    ISOLATION_MODES,
     MPK,
     NONE,
     PARALLEL_PROCESSES,
@@ -97,8 +98,7 @@ def choose_isolation(app: App, requested: str | None, keys: MPKStatus | None = N
     elif app.settings.isolation is not None:
         mode, reason = app.settings.isolation, "set in faastlane.json"
     elif app.functions and all(name in app.settings.trusted for name in app.functions):
-        mode, reason = NONE, ("faastlane.json marks every function trusted: threads share "
-                              "one heap")
+        mode, reason = NONE, "faastlane.json marks every function trusted"
     else:
         keys = keys or protection_keys_here()
         if keys.available:
@@ -106,18 +106,11 @@ def choose_isolation(app: App, requested: str | None, keys: MPKStatus | None = N
         else:
             mode, reason = PROCESS_ISOLATION, (
                 f"isolated by default; protection keys are not in use ({keys.reason})")
-    if mode not in (MPK, PROCESS_ISOLATION, NONE):
+    kind = modes.KINDS.get(mode)
+    if kind is None:
         raise IsolationUnavailable(f"unknown isolation mode {mode!r} ({reason}); "
-                                   f"use one of {MPK}, {PROCESS_ISOLATION}, {NONE}")
-    if mode == MPK:
-        reason += ("; each function runs in its own private heap (protection domain) on "
-                   "the cpython-mpk runtime, enforced where the CPU has protection keys")
-    elif mode == PROCESS_ISOLATION:
-        reason += ("; " + ("the untrusted and sensitive functions each run in their own "
-                           "warm sandboxed process, the others as threads"
-                           if app.settings.untrusted or app.settings.sensitive else
-                           "each function not marked trusted runs in its own warm "
-                           "sandboxed process"))
+                                   f"use one of {', '.join(ISOLATION_MODES)}")
+    reason += "; " + kind.summary(bool(app.settings.untrusted or app.settings.sensitive))
     return mode, reason
 
 

@@ -53,6 +53,12 @@ class Mode:
     """What every mode shares; a subclass says where its functions run."""
 
     name = NONE
+
+    @classmethod
+    def summary(cls, marks: bool) -> str:
+        """How this mode isolates, for plan.json's reason; ``marks``: whether
+        faastlane.json marks some functions untrusted or sensitive."""
+        return "threads share one heap"
     # The interpreter gives a function its own copy of its event (a handler may change
     # it in place; the state's input must not change): every mode but mpk, whose gate
     # copies it into the function's heap.
@@ -145,6 +151,13 @@ class Sandboxed(Mode):
 
     name = PROCESS_ISOLATION
 
+    @classmethod
+    def summary(cls, marks: bool) -> str:
+        if marks:
+            return ("the untrusted and sensitive functions each run in their own warm "
+                    "sandboxed process, the others as threads")
+        return "each function not marked trusted runs in its own warm sandboxed process"
+
     def __init__(self, options: Options, isolated: frozenset[str] | None) -> None:
         super().__init__(options)
         self.isolated = isolated
@@ -182,6 +195,11 @@ class PrivateHeaps(Mode):
     name = MPK
     copies_event = False
 
+    @classmethod
+    def summary(cls, marks: bool) -> str:
+        return ("each function runs in its own private heap (protection domain) on the "
+                "cpython-mpk runtime, enforced where the CPU has protection keys")
+
     def explain_task(self, function: str | None) -> tuple[str, str]:
         if self.processes_only:
             return PROCESS, _FORKED
@@ -217,6 +235,10 @@ def isolated_functions(options: Options, functions: Iterable[str], marked: Colle
     if marked:
         return frozenset(name for name in functions if name in marked)
     return frozenset(name for name in functions if name not in trusted)
+
+
+KINDS: dict[str, type[Mode]] = {NONE: SharedHeap, PROCESS_ISOLATION: Sandboxed,
+                                 MPK: PrivateHeaps}
 
 
 def for_options(options: Options, isolated: frozenset[str] | None = None) -> Mode:
