@@ -90,17 +90,26 @@ def test_goals_are_judged_from_the_run():
     document = {"workloads": [
         {"name": "finra", "app": "finra", "group": "apps", "systems": {
             "Faastlane-NS": system("faastlane", 100.0, 10.0, {"isolation": "none"}),
-            "Faastlane-Th": system("faastlane", 300.0, 5.0, {"threads_only": True}),
-            "OpenWhisk-style": system("openwhisk", 150.0, 40.0)}},
+            "Faastlane (process)": system("faastlane", 130.0, 12.0, {}),
+            "Faastlane-Th": system("faastlane", 95.0, 5.0, {"threads_only": True}),
+            "OpenWhisk-style": system("openwhisk", 400.0, 40.0)}},
         {"name": "chain-1KB", "app": "chain", "group": "handoff", "systems": {
             "Faastlane-NS": system("faastlane", 1.0, 0.1, {"isolation": "none"}, {
                 "start -> Hop1": {"median_ms": 1.0, "n": 1},
-                "Hop1 -> Hop2": {"median_ms": 0.04, "n": 1}})}}]}
+                "Hop1 -> Hop2": {"median_ms": 0.008, "n": 1}})}}]}
     goals = {g["goal"]: g for g in report.enrich(document)["goals"]}
-    handoff = goals["one sequential hand-off, Faastlane-NS (chain, 1 KB)"]
-    assert handoff["measured"] == pytest.approx(40.0) and handoff["met"]
+    handoff = goals["one sequential hand-off, Faastlane-NS (chain, 1 KB; from traces)"]
+    assert handoff["measured"] == pytest.approx(8.0) and handoff["met"]
     finra = goals["finra: interaction latency vs OpenWhisk-style, Faastlane-NS"]
     assert finra["measured"] == pytest.approx(75.0) and finra["met"]
-    threads = goals["FINRA 50 rules: processes (-NS) vs threads only (-Th), end to end"]
-    assert threads["measured"] == pytest.approx(3.0) and threads["met"]
-    assert "| yes |" in report.goals_markdown(list(goals.values()))
+    fast = goals["finra: Faastlane-NS (default placement) vs OpenWhisk-style, end to end"]
+    assert fast["measured"] == pytest.approx(4.0) and fast["met"]
+    slow = goals["finra: Faastlane (process) (default placement) vs OpenWhisk-style, "
+                 "end to end"]
+    assert slow["measured"] == pytest.approx(400 / 130) and slow["met"]
+    price = goals["finra: isolation's price, Faastlane (process) vs threads-only none (-Th)"]
+    assert price["measured"] == pytest.approx(130 / 95) and not price["met"]
+    planner = goals["finra: the planner's none placement (-NS) vs threads-only none (-Th)"]
+    assert planner["measured"] == pytest.approx(100 / 95) and planner["met"]
+    markdown = report.goals_markdown(list(goals.values()))
+    assert "| yes |" in markdown and "| no |" in markdown
