@@ -282,16 +282,21 @@ class Execution:
         ``watch`` (the relay's waiter) gave up on it at its function's timeout. The
         function is looked up now (a missing one fails here). Only where :meth:`relays`
         says."""
-        loaded = self.functions.get(function)
+        loaded = self.mode.invocable(self.functions, function)
         seconds = function_timeout(loaded.spec)
+        contexts = self.mode.relay_contexts
 
         def step() -> Step | Last | None:
             ticket = watch.started(state_name, seconds)
-            own = CONTEXTS.take(function)
-            try:
-                outcome = own.run(timed_invoke, state_name, loaded, event, seconds, THREAD)
-            finally:
-                CONTEXTS.give_back(function, own)
+            if contexts:
+                own = CONTEXTS.take(function)
+                try:
+                    outcome = own.run(timed_invoke, state_name, loaded, event, seconds,
+                                      THREAD)
+                finally:
+                    CONTEXTS.give_back(function, own)
+            else:
+                outcome = timed_invoke(state_name, loaded, event, seconds, THREAD)
             if not watch.finished(ticket):
                 return None  # timed out: the relay ended without it
             return then(*outcome)

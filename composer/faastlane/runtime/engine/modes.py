@@ -116,9 +116,14 @@ class Mode:
         call one gets fresh forks, never the pool)."""
         return untrusted
 
+    # Whether a relay runs each function in a context (contextvars) of its own: every
+    # mode but mpk, whose functions keep theirs in their domains.
+    relay_contexts = True
+
     def relays(self, execution: Calls, planned: str) -> bool:
         """Whether a Task planned at ``planned`` may run in a relay (``states.py``): on
-        a warm thread, shared memory, and no deadline but the functions' own."""
+        one warm thread with the Tasks around it, and no deadline but the functions'
+        own."""
         return False
 
     def call(self, execution: Calls, state_name: str, function: str, event: Any,
@@ -194,6 +199,7 @@ class PrivateHeaps(Mode):
 
     name = MPK
     copies_event = False
+    relay_contexts = False
 
     @classmethod
     def summary(cls, marks: bool) -> str:
@@ -214,6 +220,12 @@ class PrivateHeaps(Mode):
     def invocable(self, functions: FunctionRegistry, function: str) -> Invocable:
         return functions.get(function, private=True,
                              keep_escapes=function in self.kept_escapes)
+
+    def relays(self, execution: Calls, planned: str) -> bool:
+        # A function enters its domain through its gate on whatever thread calls it (the
+        # gate sets that thread's keys, and restores them on the way out): consecutive
+        # functions on one thread are as apart as on two.
+        return execution.deadline is None and self.placement(None, planned) == THREAD
 
     def pool_allowed(self, functions: FunctionRegistry) -> bool:
         # A worker is forked after every function's domain was made: it has the same
