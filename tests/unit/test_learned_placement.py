@@ -34,20 +34,15 @@ def test_a_section_never_timed_runs_on_threads() -> None:
     assert learned.choose(KEY) == THREADS
 
 
-def test_short_jobs_stay_on_threads() -> None:
-    # 50 jobs of 1 ms, one core busy throughout: a hand-off (1.5 ms) costs more.
-    learned.learn(KEY, THREADS, jobs=50, workers=2, handoff_ms=1.5, wall_ms=52, cpu_ms=50)
-    assert learned.choose(KEY) == THREADS
-
-
-def test_jobs_that_wait_stay_on_threads() -> None:
-    # 4 jobs of 100 ms wall but 2 ms CPU each: waiting, not computing, so threads overlap.
-    learned.learn(KEY, THREADS, jobs=4, workers=2, handoff_ms=1.5, wall_ms=100, cpu_ms=8)
-    assert learned.choose(KEY) == THREADS
-
-
-def test_one_vcpu_gives_processes_nothing_to_spread_on() -> None:
-    learned.learn(KEY, THREADS, jobs=4, workers=1, handoff_ms=1.5, wall_ms=400, cpu_ms=400)
+@pytest.mark.parametrize(("jobs", "workers", "wall_ms", "cpu_ms"), [
+    (50, 2, 52, 50),  # 50 jobs of 1 ms, one core busy: a hand-off (1.5 ms) costs more
+    (4, 2, 100, 8),  # 100 ms each but 2 ms of CPU: waiting, not computing (threads overlap)
+    (4, 1, 400, 400),  # long and CPU-bound, but one vCPU: nothing to spread them on
+], ids=["short", "waiting", "one-vcpu"])
+def test_jobs_processes_cannot_speed_up_stay_on_threads(jobs: int, workers: int,
+                                                        wall_ms: float, cpu_ms: float) -> None:
+    learned.learn(KEY, THREADS, jobs=jobs, workers=workers, handoff_ms=1.5, wall_ms=wall_ms,
+                  cpu_ms=cpu_ms)
     assert learned.choose(KEY) == THREADS
 
 
