@@ -175,12 +175,14 @@ def test_relayed_tasks_run_one_after_another_on_one_warm_thread(tmp_path: Path) 
     run = orchestrator(tmp_path, {
         "A": task("Where", Next="B"), "B": task("Where", Next="C"),
         "C": task("Other", End=True)}, {"Where": WHERE, "Other": WHERE})
+    before = [t.name for t in threading.enumerate()].count("faastlane:relay")
     for _ in range(20):
         result = run.execute({})
         assert result.output == {"seen": ["faastlane:relay"] * 3}
-    # parked before it woke the caller: the next execution's relay found it free
+    # parked before it woke the caller: the next execution's relay found it free (the
+    # pool is the process's: an earlier test's relay thread may be the one reused)
     names = [t.name for t in threading.enumerate()]
-    assert names.count("faastlane:relay") == 1
+    assert names.count("faastlane:relay") <= max(before, 1)
     run.close()
 
 

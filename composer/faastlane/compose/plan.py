@@ -275,7 +275,7 @@ def _describe(state: State, options: Options, decided: Placement | None,
             else:
                 entry["reason"] += f"; a group kept in this container runs {local}"
         if (decided is not None and decided.learned and not options.processes_only
-                and entry["placement"] != THREADS):
+                and entry["placement"] != THREADS and not mode.only_sandboxed(state)):
             entry["learned"] = True  # threads or warm processes: timed at run time
         if entry["placement"] == CONTAINERS:
             entry["max_containers"] = options.max_containers
