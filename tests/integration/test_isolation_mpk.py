@@ -412,3 +412,23 @@ def test_a_function_cannot_forge_what_it_hands_on(tmp_path: Path) -> None:
     assert out["first"] == {"real": "first", "forged_call": True}
     assert "second" not in out and out["caught"]["Error"] == "RuntimeError"
     assert "by first" not in json.dumps(out) and "by second" not in json.dumps(out)
+
+
+POOL = '''
+import concurrent.futures
+
+
+def handler(event, context):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        return sorted(pool.map(lambda n: n * n, event["n"]))
+'''
+
+
+def test_a_standard_library_export_made_on_first_read_works_in_a_domain(tmp_path: Path
+                                                                        ) -> None:
+    # concurrent.futures makes ThreadPoolExecutor when first read, storing it into its
+    # (shared, frozen) namespace: the runtime makes it before freezing, so the
+    # function's read is a read.
+    app = write_app(tmp_path / "app", chain(("Pool", task("Pool"))), {"Pool": POOL})
+    code, output, err = run(app, payload={"n": [1, 2, 3]})
+    assert (code, output) == (0, [1, 4, 9]), err

@@ -183,6 +183,10 @@ def freeze_new_modules() -> None:
     if native is None:
         return
     # Entries holding a function's own (private) module are skipped unread.
+    for name, module in list(native.shared_items(sys.modules)):
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is dict and id(namespace) not in _frozen_modules:
+            _make_lazy_exports(name, module, namespace)
     for name, module in native.shared_items(sys.modules):
         namespace = getattr(module, "__dict__", None)
         if type(namespace) is not dict or id(namespace) in _frozen_modules:
@@ -200,6 +204,25 @@ def freeze_new_modules() -> None:
         whole = name == "sys" or _ours_name(name)
         native.freeze(namespace, f"the namespace of module {name!r}", code_only=not whole)
         _freeze_code(native, name, namespace)
+
+
+def _make_lazy_exports(name: str, module: ModuleType, namespace: dict[str, Any]) -> None:
+    """A standard-library module that makes an export on its first read (a PEP 562
+    ``__getattr__`` storing into its globals: ``concurrent.futures``' executors) makes
+    it now, outside every domain, before its namespace is frozen: a function's first
+    read would otherwise be a store into shared code, refused. The standard library's
+    only: this runs its code with the runtime's rights."""
+    if name.split(".", 1)[0] not in sys.stdlib_module_names or "__getattr__" not in namespace:
+        return
+    exported = namespace.get("__all__")
+    if not isinstance(exported, (list, tuple)):
+        return
+    for export in exported:
+        if isinstance(export, str) and export not in namespace:
+            try:
+                getattr(module, export)
+            except Exception:  # noqa: BLE001, S112 - left lazy: a read raises as before
+                continue
 
 
 def freeze_namespace(module: ModuleType) -> None:
