@@ -90,10 +90,17 @@ def test_process_isolation_places_each_function_by_its_marks() -> None:
     assert modes.for_options(options, None).placement("Audit", THREAD) == PROCESS
 
 
-def test_only_mpk_loads_privately_and_copies_the_event_in_its_gate() -> None:
+def test_only_mpk_loads_privately_and_calls_elsewhere_copy_the_event_there() -> None:
     shared, private = (modes.for_options(Options(isolation=m)) for m in (NONE, MPK))
-    assert (shared.loads_privately(), shared.copies_event) == (False, True)
-    assert (private.loads_privately(), private.copies_event) == (True, False)
+    assert (shared.loads_privately(), shared.copies_event("Fetch", THREAD)) == (False, True)
+    # mpk's gate copies the event into the function's heap
+    assert (private.loads_privately(), private.copies_event("Fetch", THREAD)) == (True, False)
+    # A sandboxed or forked call gets its copy from the wire: none made here.
+    sandboxed = modes.for_options(Options(isolation=PROCESS_ISOLATION), frozenset({"Audit"}))
+    assert not sandboxed.copies_event("Audit", THREAD)
+    assert sandboxed.copies_event("Fetch", THREAD)
+    forked = modes.for_options(Options(isolation=NONE, processes_only=True))
+    assert not forked.copies_event("Fetch", THREAD)
     assert private.explain_task("Fetch")[0] == THREAD
     assert "protection domain" in private.explain_task("Fetch")[1]
 

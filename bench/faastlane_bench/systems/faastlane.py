@@ -10,26 +10,36 @@ request is one ``ORCHESTRATOR.execute``. Function spans come from the runtime's 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from typing import Any
 
-from faastlane.app_source import load
-from faastlane.compose.action import write_action
-
 from .. import external_calls
 from ..timeline import spans_from_records
 from .base import RunResult
+
+_COMPOSE = """
+import json, sys
+from faastlane.app_source import load
+from faastlane.compose.action import write_action
+write_action(load(sys.argv[1], json.loads(sys.argv[2])), sys.argv[3])
+"""
 
 
 class FaastlaneSystem:
     def __init__(self, spec: dict[str, Any]) -> None:
         self.folder = tempfile.mkdtemp(prefix="faastlane-bench-action-")
         action = os.path.join(self.folder, "action")
-        write_action(load(spec["app"], spec.get("planning", {})), action)
+        # Composed by a child: this process then holds what an action's process holds,
+        # not the composer's libraries too (the Cython registry module PyYAML's parser
+        # makes, say, which the functions' libraries must be the first to fill under mpk).
+        subprocess.run([sys.executable, "-c", _COMPOSE, spec["app"],
+                        json.dumps(spec.get("planning", {})), action], check=True)
         sys.path.insert(0, action)
         # The action's own copy of the runtime's tracer, a module whose globals (its
         # ``enabled`` switch) are set from here: Any to the checker, as the action is.

@@ -59,10 +59,6 @@ class Mode:
         """How this mode isolates, for plan.json's reason; ``marks``: whether
         faastlane.json marks some functions untrusted or sensitive."""
         return "threads share one heap"
-    # The interpreter gives a function its own copy of its event (a handler may change
-    # it in place; the state's input must not change): every mode but mpk, whose gate
-    # copies it into the function's heap.
-    copies_event = True
 
     def __init__(self, options: Options) -> None:
         self.processes_only = options.processes_only
@@ -72,6 +68,13 @@ class Mode:
         """Where a function of a Task planned at ``planned`` runs (``THREAD``,
         ``PROCESS``, ``SANDBOX``); ``function`` None: named only at run time."""
         return PROCESS if self.processes_only else planned
+
+    def copies_event(self, function: str | None, planned: str) -> bool:
+        """Whether the interpreter gives the call its own copy of the event (a handler
+        may change it in place; the state's input must not change): on a thread of
+        this process. A call that crosses into another process gets its copy there,
+        from the wire; mpk's gate copies it into the function's heap."""
+        return self.placement(function, planned) == THREAD
 
     def explain_task(self, function: str | None) -> tuple[str, str]:
         """plan.json's placement of a Task calling ``function``, and the reason."""
@@ -198,7 +201,6 @@ class PrivateHeaps(Mode):
     """``mpk``: each function in its own private heap and protection domain."""
 
     name = MPK
-    copies_event = False
     relay_contexts = False
 
     @classmethod
@@ -216,6 +218,9 @@ class PrivateHeaps(Mode):
 
     def loads_privately(self) -> bool:
         return True
+
+    def copies_event(self, function: str | None, planned: str) -> bool:
+        return False  # the domain's entry gate copies it into the function's heap
 
     def invocable(self, functions: FunctionRegistry, function: str) -> Invocable:
         return functions.get(function, private=True,

@@ -401,8 +401,8 @@ def _task_call(state: Task, flow: DataFlow) -> tuple[Any, str, Any]:
     # The function gets its own copy: a handler that mutates its event in place must
     # not change this state's input, which ResultPath and retries still use. In mpk
     # mode the function makes that copy in its own heap (private_heaps.py), and an
-    # invocation placed anywhere else crosses a process boundary as JSON.
-    if not flow.execution.mode.copies_event:
+    # invocation in a sandbox or a forked process gets it from the wire.
+    if not flow.execution.mode.copies_event(function, state.placement):
         return effective, function, event
     return effective, function, copy_event(event)
 
