@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from faastlane.compose.plan import protection_keys_here
+
 from .apps import chain, faastlane, task, write_app
 
 ECHO = """
@@ -148,10 +150,12 @@ def test_compose_writes_a_self_contained_action(app_dir: Path, tmp_path: Path) -
                  "functions/echo.py"):
         assert (out / name).is_file(), name
     plan = json.loads((out / "plan.json").read_text())
-    # Nothing marked: isolated by default (no protection keys in the tests' runs).
-    assert plan["isolation"]["mode"] == "process", plan["isolation"]
+    # Nothing marked: isolated by default -- in a domain where this runtime has keys
+    # (FAASTLANE_MPK=auto on a pku host), else in a sandbox.
+    keys = protection_keys_here().available
+    assert plan["isolation"]["mode"] == ("mpk" if keys else "process"), plan["isolation"]
     assert plan["isolation"]["reason"].startswith("isolated by default")
-    assert plan["states"]["E"]["placement"] == "sandbox"
+    assert plan["states"]["E"]["placement"] == ("thread" if keys else "sandbox")
     # The action runs without faastlane installed: -S leaves site-packages off the path.
     probe = ("import importlib.util, sys\n"
              "assert importlib.util.find_spec('faastlane') is None\n"
