@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .. import external_calls
@@ -34,7 +35,7 @@ write_action(load(sys.argv[1], json.loads(sys.argv[2])), sys.argv[3])
 class FaastlaneSystem:
     def __init__(self, spec: dict[str, Any]) -> None:
         self.folder = tempfile.mkdtemp(prefix="faastlane-bench-action-")
-        action = os.path.join(self.folder, "action")
+        action = self.action = os.path.join(self.folder, "action")
         # Composed by a child: this process then holds what an action's process holds,
         # not the composer's libraries too (the Cython registry module PyYAML's parser
         # makes, say, which the functions' libraries must be the first to fill under mpk).
@@ -47,8 +48,28 @@ class FaastlaneSystem:
         # Only the functions use botocore in this process: every call is external. Spans
         # go into the trace, which carries them back from forked functions and branches.
         # Installed before the action loads: its warm pool workers fork at load time.
-        external_calls.install(always=True, sink=self._external)
+        external_calls.install(always=True, sink=self._sink())
         self.orchestrator = importlib.import_module("orchestrator").ORCHESTRATOR
+
+    def _sink(self) -> Callable[[float, float], None]:
+        """Where a function's botocore call records its span. Under mpk the call is made
+        inside the function's domain, where the runtime's trace is read-only: the span
+        is handed to it through the runtime's broker (``call_shared``), as the runtime
+        hands a result out."""
+        plan = json.loads(open(os.path.join(self.action, "plan.json"), encoding="utf-8").read())
+        if plan["options"]["isolation"] != "mpk":
+            return self._external
+        guard = importlib.import_module("faastlane_runtime.isolation.guard")
+        heaps = importlib.import_module("faastlane_runtime.isolation.private_heaps")
+        native = importlib.import_module("faastlane_runtime.isolation.domains").native_module()
+        record = guard.broker(self._external)
+
+        def sink(start: float, end: float) -> None:
+            if native.current_domain() is None:  # not in a domain: the trace directly
+                record(start, end)
+            else:
+                heaps.call_shared(record, start, end)
+        return sink
 
     def _external(self, start: float, end: float) -> None:
         self.trace.record(type="External", start=start, end=end)
