@@ -35,7 +35,6 @@ def install(always: bool = False,
         from botocore.httpsession import URLLib3Session
     except ImportError:
         return False
-    _settle_urllib3()
     original: Callable[..., Any] = URLLib3Session.send
 
     def timed_send(self: Any, request: Any) -> Any:
@@ -50,23 +49,6 @@ def install(always: bool = False,
     URLLib3Session.send = timed_send
     _installed = True
     return True
-
-
-def _settle_urllib3() -> None:
-    """Let urllib3 choose its socket wait now (it rebinds ``wait_for_socket`` on first
-    use). Imported here, before the action loads, urllib3 is shared and frozen under
-    mpk before any function's set-up could make that first use, and a function's first
-    request would then be refused the rebinding."""
-    import socket
-
-    from urllib3.util import wait
-
-    left, right = socket.socketpair()
-    try:
-        wait.wait_for_read(left, timeout=0)
-    finally:
-        left.close()
-        right.close()
 
 
 def _keep(start: float, end: float) -> None:

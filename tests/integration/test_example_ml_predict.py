@@ -135,10 +135,11 @@ def test_batch_runs_every_scan_through_one_model(inputs: Path, isolation: str) -
         assert 1 <= len(pids) <= 2 and stderr.count(TRAINING_LOG) == len(pids)
         assert len(models) == len(pids)
         return
-    # Module-level training ran once in this container, though Predict ran ten times,
-    # as Map iterations in forked processes: every report names the same trained model.
+    # Module-level training ran once in this container, though Predict ran ten times
+    # (nothing measured these jobs: a first run keeps them on the Orchestrator's
+    # threads, parallel/learned.py): every report names the same trained model.
     assert stderr.count(TRAINING_LOG) == 1 and len(models) == 1
-    assert len(pids) > 1  # forked, not re-imported
+    assert len(pids) == 1
 
 
 @pytest.mark.mpk

@@ -432,3 +432,30 @@ def test_a_standard_library_export_made_on_first_read_works_in_a_domain(tmp_path
     app = write_app(tmp_path / "app", chain(("Pool", task("Pool"))), {"Pool": POOL})
     code, output, err = run(app, payload={"n": [1, 2, 3]})
     assert (code, output) == (0, [1, 4, 9]), err
+
+
+FIRST_REQUEST = '''
+import socket
+
+import urllib3.util.wait
+
+
+def handler(event, context):
+    # The first socket wait of the process: urllib3 picks poll or select and rebinds
+    # its wait_for_socket, as a boto3 client's first request does.
+    left, right = socket.socketpair()
+    try:
+        right.send(b"x")
+        return urllib3.util.wait.wait_for_read(left, timeout=1)
+    finally:
+        left.close()
+        right.close()
+'''
+
+
+def test_a_librarys_choice_made_on_first_use_is_made_before_it_is_frozen(tmp_path: Path
+                                                                         ) -> None:
+    app = write_app(tmp_path / "app", chain(("First", task("First"))),
+                    {"First": FIRST_REQUEST})
+    code, output, err = run(app)
+    assert (code, output) == (0, True), err

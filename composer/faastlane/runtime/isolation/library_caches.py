@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from types import FunctionType, ModuleType
 from typing import Any
 
@@ -65,6 +66,13 @@ LAZY_GLOBALS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
 LAZY_DEFAULTS: dict[str, tuple[str, str]] = {
     "urllib.request": ("_opener", "build_opener"),
 }
+# Module -> a warm-up call for a library that picks an implementation on first use and
+# rebinds a global to it (urllib3 chooses poll or select for its socket waits): made
+# here, outside every domain, before the namespace is frozen -- a function's first
+# request would otherwise be refused the rebinding.
+LAZY_CHOICES: dict[str, Callable[[ModuleType], None]] = {
+    "urllib3.util.wait": lambda wait: _wait_once(wait),
+}
 # What has been warmed or registered (module names, "openssl", "tls"): once each.
 _done: set[str] = set()
 
@@ -94,8 +102,8 @@ def memos_per_function() -> None:
 
 
 def warm_lazy_globals() -> None:
-    """Fill the lazily made globals of the LAZY_GLOBALS and LAZY_DEFAULTS modules loaded
-    so far (once each)."""
+    """Fill the lazily made globals of the LAZY_GLOBALS, LAZY_DEFAULTS and LAZY_CHOICES
+    modules loaded so far (once each)."""
     for module_name in (*LAZY_GLOBALS, *LAZY_DEFAULTS):
         module = sys.modules.get(module_name)
         if module is None or module_name in _done:
@@ -107,6 +115,23 @@ def warm_lazy_globals() -> None:
             name, factory = LAZY_DEFAULTS[module_name]
             if getattr(module, name, None) is None:
                 setattr(module, name, getattr(module, factory)())
+    for module_name, choose in LAZY_CHOICES.items():
+        module = sys.modules.get(module_name)
+        if module is not None and module_name not in _done:
+            _done.add(module_name)
+            choose(module)
+
+
+def _wait_once(wait: ModuleType) -> None:
+    """urllib3's ``wait_for_read`` on an idle socket, without waiting."""
+    import socket
+
+    left, right = socket.socketpair()
+    try:
+        wait.wait_for_read(left, timeout=0)
+    finally:
+        left.close()
+        right.close()
 
 
 def share_loaded() -> list[str]:
