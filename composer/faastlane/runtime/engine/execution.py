@@ -284,19 +284,14 @@ class Execution:
         says."""
         loaded = self.mode.invocable(self.functions, function)
         seconds = function_timeout(loaded.spec)
-        contexts = self.mode.relay_contexts
 
         def step() -> Step | Last | None:
             ticket = watch.started(state_name, seconds)
-            if contexts:
-                own = CONTEXTS.take(function)
-                try:
-                    outcome = own.run(timed_invoke, state_name, loaded, event, seconds,
-                                      THREAD)
-                finally:
-                    CONTEXTS.give_back(function, own)
-            else:
-                outcome = timed_invoke(state_name, loaded, event, seconds, THREAD)
+            own = CONTEXTS.take(function)
+            try:
+                outcome = own.run(timed_invoke, state_name, loaded, event, seconds, THREAD)
+            finally:
+                CONTEXTS.give_back(function, own)
             if not watch.finished(ticket):
                 return None  # timed out: the relay ended without it
             return then(*outcome)

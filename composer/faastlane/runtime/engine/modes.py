@@ -119,10 +119,6 @@ class Mode:
         call one gets fresh forks, never the pool)."""
         return untrusted
 
-    # Whether a relay runs each function in a context (contextvars) of its own: every
-    # mode but mpk, whose functions keep theirs in their domains.
-    relay_contexts = True
-
     def relays(self, execution: Calls, planned: str) -> bool:
         """Whether a Task planned at ``planned`` may run in a relay (``states.py``): on
         one warm thread with the Tasks around it, and no deadline but the functions'
@@ -198,10 +194,14 @@ class Sandboxed(Mode):
 
 
 class PrivateHeaps(Mode):
-    """``mpk``: each function in its own private heap and protection domain."""
+    """``mpk``: each function in its own private heap and protection domain.
+
+    No relays: each function keeps its own thread, because C libraries keep per-thread
+    state (OpenSSL's error queue and caches, numpy's) that a function's calls allocate
+    in its domain; a second function on that thread would fault on it (under real keys:
+    two TLS clients in turn, ml-predict's chain)."""
 
     name = MPK
-    relay_contexts = False
 
     @classmethod
     def summary(cls, marks: bool) -> str:
@@ -225,12 +225,6 @@ class PrivateHeaps(Mode):
     def invocable(self, functions: FunctionRegistry, function: str) -> Invocable:
         return functions.get(function, private=True,
                              keep_escapes=function in self.kept_escapes)
-
-    def relays(self, execution: Calls, planned: str) -> bool:
-        # A function enters its domain through its gate on whatever thread calls it (the
-        # gate sets that thread's keys, and restores them on the way out): consecutive
-        # functions on one thread are as apart as on two.
-        return execution.deadline is None and self.placement(None, planned) == THREAD
 
     def pool_allowed(self, functions: FunctionRegistry) -> bool:
         # A worker is forked after every function's domain was made: it has the same
