@@ -149,7 +149,10 @@ def test_a_container_that_dies_fails_its_group_and_retry_runs_it_again(
         controller: OpenWhiskEndpoint, tmp_path: Path) -> None:
     app = map_app(tmp_path, Retry=[{"ErrorEquals": ["Runtime.ExitError"], "MaxAttempts": 1,
                                     "IntervalSeconds": 1}])
-    deploy(controller, app, "map", tmp_path, "--vcpus", "1", "--max-containers", "2")
+    # --isolation none: the function kills its parent, the container's Orchestrator (in a
+    # sandbox, its parent would be the zygote and its writes confined to /tmp).
+    deploy(controller, app, "map", tmp_path, "--vcpus", "1", "--max-containers", "2",
+           "--isolation", "none")
     marker = tmp_path / "killed-once"
     items = ["a", "b", "c", "kill-container"]
     code, output = invoke(controller, "map", tmp_path, {"items": items, "marker": str(marker)})
@@ -162,7 +165,8 @@ def test_a_container_that_dies_fails_its_group_and_retry_runs_it_again(
 def test_without_retry_a_dead_container_fails_the_execution(
         controller: OpenWhiskEndpoint, tmp_path: Path) -> None:
     app = map_app(tmp_path)
-    deploy(controller, app, "map", tmp_path, "--vcpus", "1", "--max-containers", "2")
+    deploy(controller, app, "map", tmp_path, "--vcpus", "1", "--max-containers", "2",
+           "--isolation", "none")  # the function kills the Orchestrator (as above)
     code, output = invoke(controller, "map", tmp_path,
                           {"items": ["a", "kill-container"],
                            "marker": str(tmp_path / "marker")})
