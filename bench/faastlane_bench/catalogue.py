@@ -141,15 +141,15 @@ def mpk_system() -> tuple[SystemSpec | None, str]:
     """The MPK row and what it measures: real keys where this interpreter (cpython-mpk)
     and CPU have them; on cpython-mpk without keys, the same private heaps, gates and
     copies with nothing enforced (labelled so); none elsewhere (no private heaps)."""
-    status = domains.status()
-    if status.implementation == "missing":
+    if domains.status().implementation == "missing":
         return None, (f"{FAASTLANE_MPK} not measured: this Python is not the cpython-mpk "
                       f"runtime (no _faastlane)")
-    if status.available and domains.requested_mode() != "off":
+    status = domains.status_in_use()
+    if status.available:
         return SystemSpec(FAASTLANE_MPK, "faastlane", {"isolation": "mpk"}), ""
     return (SystemSpec(FAASTLANE_MPK_UNENFORCED, "faastlane", {"isolation": "mpk"}),
             f"{FAASTLANE_MPK_UNENFORCED}: private heaps and their gates without protection "
-            f"keys ({status.reason or 'FAASTLANE_MPK=off'}): its costs, not its enforcement")
+            f"keys ({status.reason}): its costs, not its enforcement")
 
 
 def systems_for(workload: Workload, with_baselines: bool = True,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from faastlane.compose.plan import protection_keys_here
+from faastlane.runtime.isolation.domains import status_in_use
 
 from .apps import chain, faastlane, task, write_app
 
@@ -152,7 +152,7 @@ def test_compose_writes_a_self_contained_action(app_dir: Path, tmp_path: Path) -
     plan = json.loads((out / "plan.json").read_text())
     # Nothing marked: isolated by default -- in a domain where this runtime has keys
     # (FAASTLANE_MPK=auto on a pku host), else in a sandbox.
-    keys = protection_keys_here().available
+    keys = status_in_use().available
     assert plan["isolation"]["mode"] == ("mpk" if keys else "process"), plan["isolation"]
     assert plan["isolation"]["reason"].startswith("isolated by default")
     assert plan["states"]["E"]["placement"] == ("thread" if keys else "sandbox")

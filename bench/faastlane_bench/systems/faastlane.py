@@ -56,8 +56,9 @@ class FaastlaneSystem:
         inside the function's domain, where the runtime's trace is read-only: the span
         is handed to it through the runtime's broker (``call_shared``), as the runtime
         hands a result out."""
-        plan = json.loads(open(os.path.join(self.action, "plan.json"), encoding="utf-8").read())
-        if plan["options"]["isolation"] != "mpk":
+        with open(os.path.join(self.action, "plan.json"), encoding="utf-8") as handle:
+            isolation = json.load(handle)["options"]["isolation"]
+        if isolation != "mpk":
             return self._external
         guard = importlib.import_module("faastlane_runtime.isolation.guard")
         heaps = importlib.import_module("faastlane_runtime.isolation.private_heaps")

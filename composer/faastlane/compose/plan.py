@@ -71,14 +71,6 @@ def break_even_round_ms(costs: HandoffCosts, group_mb: float = 0.0) -> float:
     return costs.invoke_ms + costs.transfer_ms_per_mb * group_mb
 
 
-def protection_keys_here() -> MPKStatus:
-    """Whether an action run by this interpreter on this CPU gets protection keys: the
-    cpython-mpk runtime on a CPU (and kernel) with ``pku``, and not ``FAASTLANE_MPK=off``."""
-    if domains.requested_mode() == "off":
-        return MPKStatus(False, f"{domains.MODE_VARIABLE}=off", "off")
-    return domains.status()
-
-
 # A deploy target's CPU (and whether its runtime is cpython-mpk) is not known when the
 # action is composed: isolated by default there means warm sandboxed processes.
 DEPLOY_TARGET = MPKStatus(False, "a deployed action's CPU is not known when it is composed",
@@ -91,8 +83,9 @@ def choose_isolation(app: App, requested: str | None, keys: MPKStatus | None = N
 
     Functions are untrusted code: unless the command line or faastlane.json chooses, or
     faastlane.json marks every function trusted, each is isolated -- in its protection
-    domain where the action's runtime has keys (``keys``: where it runs; this
-    interpreter's by default), else in its own warm sandboxed process."""
+    domain where the action's runtime has keys (``keys``: where it runs; by default this
+    interpreter's on this CPU, under FAASTLANE_MPK), else in its own warm sandboxed
+    process."""
     if requested is not None:
         mode, reason = requested, "chosen on the command line"
     elif app.settings.isolation is not None:
@@ -100,7 +93,7 @@ def choose_isolation(app: App, requested: str | None, keys: MPKStatus | None = N
     elif app.functions and all(name in app.settings.trusted for name in app.functions):
         mode, reason = NONE, "faastlane.json marks every function trusted"
     else:
-        keys = keys or protection_keys_here()
+        keys = keys or domains.status_in_use()
         if keys.available:
             mode, reason = MPK, "isolated by default (the runtime has protection keys)"
         else:

@@ -254,11 +254,8 @@ KINDS: dict[str, type[Mode]] = {NONE: SharedHeap, PROCESS_ISOLATION: Sandboxed,
 
 def for_options(options: Options, isolated: frozenset[str] | None = None) -> Mode:
     """The mode ``options`` name; ``isolated``: the functions with a sandbox (process)."""
-    if options.isolation == MPK:
-        return PrivateHeaps(options)
-    if options.isolation == PROCESS_ISOLATION:
-        return Sandboxed(options, isolated)
-    return SharedHeap(options)
+    kind = KINDS.get(options.isolation, SharedHeap)
+    return Sandboxed(options, isolated) if kind is Sandboxed else kind(options)
 
 
 def for_registry(options: Options, functions: FunctionRegistry) -> Mode:

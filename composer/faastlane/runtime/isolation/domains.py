@@ -86,6 +86,14 @@ def status() -> MPKStatus:
     )
 
 
+def status_in_use(environ: Mapping[str, str] = os.environ) -> MPKStatus:
+    """:func:`status` under the ``FAASTLANE_MPK`` setting: not available when it is
+    ``off``, whatever the CPU has."""
+    if requested_mode(environ) == "off":
+        return MPKStatus(False, f"{MODE_VARIABLE}=off", "off")
+    return status()
+
+
 def available() -> bool:
     """True when domains are enforced by hardware protection keys."""
     return status().available

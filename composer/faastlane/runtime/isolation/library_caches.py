@@ -66,13 +66,11 @@ LAZY_GLOBALS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
 LAZY_DEFAULTS: dict[str, tuple[str, str]] = {
     "urllib.request": ("_opener", "build_opener"),
 }
-# Module -> a warm-up call for a library that picks an implementation on first use and
-# rebinds a global to it (urllib3 chooses poll or select for its socket waits): made
+# Module -> its socket wait, for a library that picks an implementation on first use and
+# rebinds a global to it (urllib3 chooses poll or select): the choice is made
 # here, outside every domain, before the namespace is frozen -- a function's first
 # request would otherwise be refused the rebinding.
-LAZY_CHOICES: dict[str, Callable[[ModuleType], None]] = {
-    "urllib3.util.wait": lambda wait: _wait_once(wait),
-}
+LAZY_CHOICES: dict[str, str] = {"urllib3.util.wait": "wait_for_read"}
 # What has been warmed or registered (module names, "openssl", "tls"): once each.
 _done: set[str] = set()
 
@@ -115,20 +113,20 @@ def warm_lazy_globals() -> None:
             name, factory = LAZY_DEFAULTS[module_name]
             if getattr(module, name, None) is None:
                 setattr(module, name, getattr(module, factory)())
-    for module_name, choose in LAZY_CHOICES.items():
+    for module_name, wait in LAZY_CHOICES.items():
         module = sys.modules.get(module_name)
         if module is not None and module_name not in _done:
             _done.add(module_name)
-            choose(module)
+            _wait_once(getattr(module, wait))
 
 
-def _wait_once(wait: ModuleType) -> None:
-    """urllib3's ``wait_for_read`` on an idle socket, without waiting."""
+def _wait_once(wait: Callable[..., Any]) -> None:
+    """A socket wait on an idle socket, without waiting."""
     import socket
 
     left, right = socket.socketpair()
     try:
-        wait.wait_for_read(left, timeout=0)
+        wait(left, timeout=0)
     finally:
         left.close()
         right.close()

@@ -22,8 +22,8 @@ from ..options import PROCESSES, THREADS
 
 T = TypeVar("T")
 
-# Jobs whose CPU time over the section is at least this share of its wall time (times
-# the vCPUs they could use) were held to one core: worth trying on processes.
+# Jobs whose CPU time over the section is at least this share of its wall time kept one
+# core busy (the GIL's turns, or more where they release it): worth trying on processes.
 _GIL_BOUND = 0.75
 
 
