@@ -77,6 +77,42 @@ def test_a_mutated_event_changes_neither_the_state_input_nor_the_callers_input(
     run.close()
 
 
+KEEPER = '''
+KEPT = {"items": ["kept"]}
+
+def handler(event, context):
+    return KEPT  # a module global: the next function must not reach it
+'''
+APPEND = '''
+def handler(event, context):
+    event["items"].append(context.function_name)
+    return event
+'''
+def test_direct_tasks_in_a_relay_share_nothing_a_function_or_the_workflow_keeps(
+        tmp_path: Path) -> None:
+    # Direct Tasks (no paths, Parameters or ResultPath) in a relay hand a result on
+    # without a second copy: it was detached from the function that returned it, and its
+    # state's input is not needed after the call. Only such a result: a function's own
+    # global, the caller's input and a Pass state's Result (the same object in every
+    # execution) are copied before a function can change them.
+    run = orchestrator(tmp_path, {
+        "Keep": task("Keeper", Next="Append"),
+        "Append": task("Append", Next="Seed"),
+        "Seed": {"Type": "Pass", "Result": {"items": []}, "Next": "AppendAgain"},
+        "AppendAgain": task("Append", Next="Report"),
+        "Report": task("Report", End=True),
+    }, {"Keeper": KEEPER, "Append": APPEND, "Report": ECHO})
+    kept = run.functions.get("Keeper").module.KEPT
+    for _ in range(3):
+        given = {"items": ["given"]}
+        result = run.execute(given)
+        assert result.status == SUCCEEDED, (result.error, result.cause)
+        assert result.output == {"items": ["Append"]}
+        assert kept == {"items": ["kept"]}
+        assert given == {"items": ["given"]}
+    run.close()
+
+
 def test_a_retried_task_gets_its_state_input_again_not_what_the_failed_attempt_left(
         tmp_path: Path) -> None:
     run = orchestrator(tmp_path, {"Flaky": task("Flaky", End=True, Retry=[

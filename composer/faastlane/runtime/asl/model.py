@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .jsonata import is_expression
@@ -96,6 +97,24 @@ class Task(State):
     retry: tuple[Retrier, ...] = ()
     catch: tuple[Catcher, ...] = ()
     placement: str = THREAD
+
+    @cached_property
+    def unguarded(self) -> bool:
+        """Whether the Task calls a function with no Retry, Catch or timeout of its own
+        (nothing to wait for but the function: such Tasks may run in a relay)."""
+        return (self.integration is None and not self.retry and not self.catch
+                and self.timeout_seconds is None and self.timeout_seconds_path is None)
+
+    @cached_property
+    def direct(self) -> bool:
+        """Whether the function's event is the state's input and its result the state's
+        output: a JSONPath Task of a Lambda function with no InputPath, Parameters,
+        ResultSelector, ResultPath, OutputPath or Assign (the hand-off's short way)."""
+        return (self.query_language == JSONPATH and self.function is not None
+                and not self.invoke_shape and self.integration is None
+                and self.input_path == "$" and not self.has_parameters
+                and not self.has_result_selector and self.result_path == "$"
+                and self.output_path == "$" and self.assign is None)
 
 
 @dataclass(frozen=True)

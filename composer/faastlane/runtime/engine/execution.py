@@ -276,25 +276,31 @@ class Execution:
 
     def function_step(self, state_name: str, function: str, event: Any,
                       then: Callable[[Any, StatesError | None], Step | Last | None],
-                      watch: RelayWatch) -> Step:
+                      watch: RelayWatch, fault: Callable[[BaseException], Last]) -> Step:
         """The relay step that runs one invocation on the relay's thread, in the
         function's own context variables, and then ``then(result, error)`` -- unless
         ``watch`` (the relay's waiter) gave up on it at its function's timeout. The
-        function is looked up now (a missing one fails here). Only where :meth:`relays`
-        says."""
+        function is looked up now (a missing one fails here). Anything else the step
+        raises (a BaseException the invocation does not turn into an ASL error, a fault of
+        the runtime) goes to ``fault``: the relay's waiter must hear of it, not hang.
+        Only where :meth:`relays` says."""
         loaded = self.mode.invocable(self.functions, function)
         seconds = function_timeout(loaded.spec)
 
         def step() -> Step | Last | None:
-            ticket = watch.started(state_name, seconds)
-            own = CONTEXTS.take(function)
             try:
-                outcome = own.run(timed_invoke, state_name, loaded, event, seconds, THREAD)
-            finally:
-                CONTEXTS.give_back(function, own)
-            if not watch.finished(ticket):
-                return None  # timed out: the relay ended without it
-            return then(*outcome)
+                ticket = watch.started(state_name, seconds)
+                own = CONTEXTS.take(function)
+                try:
+                    outcome = own.run(timed_invoke, state_name, loaded, event, seconds,
+                                      THREAD)
+                finally:
+                    CONTEXTS.give_back(function, own)
+                if not watch.finished(ticket):
+                    return None  # timed out: the relay ended without it
+                return then(*outcome)
+            except BaseException as exc:  # noqa: BLE001 - handed to the relay's waiter
+                return fault(exc)
 
         return step
 

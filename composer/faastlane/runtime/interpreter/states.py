@@ -152,9 +152,7 @@ _INLINE = (Pass, Choice, Succeed)  # states a relay runs on its way to the next 
 def _relayable(state: State, execution: Execution) -> TypeGuard[Task]:
     # With the history on, Tasks run the plain way, which records their events (a
     # relay only numbers them).
-    return (type(state) is Task and state.integration is None and execution.events is None
-            and not state.retry and not state.catch
-            and state.timeout_seconds is None and state.timeout_seconds_path is None
+    return (type(state) is Task and state.unguarded and execution.events is None
             and execution.relays(state.placement))
 
 
@@ -162,7 +160,7 @@ def _relay(machine: Machine, state: Task, data: Any, execution: Execution) -> Tr
     """Run ``state`` and the relayable Tasks after it; the state to go on with."""
     baton: _Baton = queue.SimpleQueue()
     watch = RelayWatch()
-    POOL.start(RELAYS, steps(_pass_on(machine, state, data, execution, baton, watch)))
+    POOL.start(RELAYS, steps(_pass_on(machine, state, data, False, execution, baton, watch)))
     while True:
         try:
             output, next_name, error = baton.get(timeout=watch.wait())
@@ -177,64 +175,72 @@ def _relay(machine: Machine, state: Task, data: Any, execution: Execution) -> Tr
     return output, next_name
 
 
-def _pass_on(machine: Machine, state: Task, data: Any, execution: Execution,
+def _pass_on(machine: Machine, state: Task, data: Any, owned: bool, execution: Execution,
              baton: _Baton, watch: RelayWatch) -> Step | Last:
     """Enter ``state`` and prepare its function's call; the step that makes it (or, if
-    preparing failed, the step that ends the relay with the state's error)."""
+    preparing failed, the step that ends the relay with the state's error).
+
+    ``owned``: ``data`` is the previous function's detached result, which nothing else
+    holds; a :attr:`Task.direct` state hands it to its function as it is (the copy a
+    function gets so that its state's input survives it would protect nothing: a direct
+    Task's output is its result alone)."""
     start = trace.now() if trace.enabled else 0.0
     event_id = execution.enter_state(state, data)
     try:
-        flow = DataFlow(state, data, execution, time.time())
-        effective, function, event = _task_call(state, flow)
-        _task_scheduled(state, execution, event, effective, None)
-        then = functools.partial(_carry_on, machine, state, flow, event_id, start, baton,
-                                 watch)
-        call = execution.function_step(state.name, function, event, then, watch)
+        if state.direct:
+            flow = None
+            function = state.function
+            assert function is not None
+            event = data if owned or not execution.mode.copies_event(
+                function, state.placement) else copy_event(data)
+            execution.numbered(2)  # Scheduled, Started
+        else:
+            flow = DataFlow(state, data, execution, time.time())
+            effective, function, event = _task_call(state, flow)
+            _task_scheduled(state, execution, event, effective, None)
+        then = functools.partial(_carry_on, machine, state, flow, execution, event_id, start,
+                                 baton, watch)
+        return execution.function_step(state.name, function, event, then, watch,
+                                       lambda exc: _ending(baton, None, None, exc))
     except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
         _record(state, start)
         return _ending(baton, None, None, _named(exc, state, event_id))
 
-    def called() -> Step | Last | None:
-        try:
-            return call()
-        except BaseException as exc:  # noqa: BLE001 - a fault of the relay: its waiter
-            return _ending(baton, None, None, exc)  # must hear of it, not hang
 
-    return called
-
-
-def _carry_on(machine: Machine, state: Task, flow: DataFlow, event_id: int, start: float,
-              baton: _Baton, watch: RelayWatch, result: Any,
+def _carry_on(machine: Machine, state: Task, flow: DataFlow | None, execution: Execution,
+              event_id: int, start: float, baton: _Baton, watch: RelayWatch, result: Any,
               error: StatesError | None) -> Step | Last:
     """On the relay's thread, once the function returned: finish its Task, then pass
-    the execution on."""
+    the execution on. ``flow`` is None for a direct Task (its output is its result)."""
     try:
-        _task_ended(state, flow.execution, result, error)
+        _task_ended(state, execution, result, error)
         if error is not None:
             raise error
-        output = _task_output(state, flow, result)
+        output = result if flow is None else _task_output(state, flow, result)
     except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
         _record(state, start)
         return _ending(baton, None, None, _named(exc, state, event_id))
-    flow.execution.exit_state(state, output)
+    execution.exit_state(state, output)
     _record(state, start)
-    return _onwards(machine, state.next, output, flow.execution, baton, watch)
+    return _onwards(machine, state.next, output, flow is None, execution, baton, watch)
 
 
-def _onwards(machine: Machine, name: str | None, data: Any, execution: Execution,
-             baton: _Baton, watch: RelayWatch) -> Step | Last:
+def _onwards(machine: Machine, name: str | None, data: Any, owned: bool,
+             execution: Execution, baton: _Baton, watch: RelayWatch) -> Step | Last:
     """From state ``name`` on: Pass, Choice and Succeed states run here (they compute,
-    never wait), up to the next relayable Task, or back to the calling thread."""
+    never wait), up to the next relayable Task, or back to the calling thread.
+    ``owned``: ``data`` is a function's detached result, held by nothing else."""
     while name is not None:
         state = machine.states[name]
         if _relayable(state, execution):
-            return _pass_on(machine, state, data, execution, baton, watch)
+            return _pass_on(machine, state, data, owned, execution, baton, watch)
         if type(state) not in _INLINE:
             return _ending(baton, data, name, None)
         try:
             data, name = execute(state, data, execution)
         except BaseException as exc:  # noqa: BLE001 - ends the relay with the state's error
             return _ending(baton, None, None, exc)
+        owned = False  # a Pass may output its own Result, shared by every execution
     return _ending(baton, data, None, None)
 
 
