@@ -135,6 +135,8 @@ class LoadedFunction:
         if not callable(entry):
             raise StatesError(HANDLER_NOT_FOUND, handler_not_found(spec))
         self.entry: Callable[..., Any] = entry
+        # How the platform calls it, fixed now: a Lambda handler is called as it is.
+        self.call = entry_caller(entry, spec.style)
 
     def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
         """Call the function on the current thread and return its result, finished
@@ -149,7 +151,7 @@ class LoadedFunction:
         outer = current.view, current.context
         current.view, current.context = self.environment, context
         try:
-            return self.finish(call_entry(self.entry, self.spec.style, event, context))
+            return self.finish(self.call(event, context))
         except StatesError:
             raise
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code
@@ -191,9 +193,16 @@ class MissingHandler:
 def call_entry(entry: Callable[..., Any], style: str, event: Any,
                context: LambdaContext) -> Any:
     """Call a function as its platform does: ``main(params)`` or ``handler(event, context)``."""
+    return entry_caller(entry, style)(event, context)
+
+
+def entry_caller(entry: Callable[..., Any], style: str
+                 ) -> Callable[[Any, LambdaContext], Any]:
+    """``entry`` as a callable of (event, context), called as its platform calls it:
+    ``main(params)`` or ``handler(event, context)``."""
     if style == OPENWHISK:
-        return entry(event)
-    return entry(event, context)
+        return lambda event, context: entry(event)
+    return entry
 
 
 def failure(function: str, exc: BaseException, request_id: str) -> StatesError:

@@ -43,8 +43,8 @@ def record(**fields: Any) -> None:
     """Append one record (``state``, ``type``, ``start``, ``end``, ...) if tracing."""
     if not enabled:
         return
-    fields.setdefault("pid", _pid)
-    fields.setdefault("thread", threading.get_ident())
+    fields["pid"] = _pid
+    fields["thread"] = threading.get_ident()
     with _lock:
         _records.append(fields)
 
