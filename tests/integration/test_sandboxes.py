@@ -325,14 +325,30 @@ def test_a_sandbox_that_dies_fails_its_state_and_is_replaced(app_dir: Path, how:
 PIDFILE = """
 import os, time
 
-with open(os.environ["PIDS"], "a") as pids:  # at import: the sandbox's own pid
-    pids.write(f"{os.getpid()}\\n")
-
 def handler(event, context):
     if event.get("wait"):
         time.sleep(60)
     return os.getpid()
 """
+
+
+def _descendants(root: int) -> set[int]:
+    """Every living process below ``root`` (a sandbox's /tmp is its own: the test
+    finds its processes from outside)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
 
 
 def _alive(pid: int) -> bool:
@@ -355,29 +371,31 @@ def _wait_gone(pids: list[int], seconds: float = 10) -> list[int]:
 
 @pytest.mark.parametrize("ending", ["end", "sigterm"])
 def test_no_sandbox_outlives_its_orchestrator(app_dir: Path, ending: str) -> None:
-    pids_file = app_dir.parent / "pids"
     write_app(app_dir, chain(("A", task("pidfile", ResultPath="$.a")),
                              ("B", task("other", ResultPath="$.b"))),
               {"pidfile": PIDFILE, "other": PIDFILE},
-              settings={"untrusted": ["pidfile", "other"],
-                        "functions": {f: {"environment": {"PIDS": str(pids_file)}}
-                                      for f in ("pidfile", "other")}})
+              settings={"untrusted": ["pidfile", "other"]})
     command = [sys.executable, "-m", "faastlane", "run", str(app_dir), "--input",
                json.dumps({"wait": ending == "sigterm"})]
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env={**os.environ})
+    seen: set[int] = set()
+    deadline = time.monotonic() + 120
+    # the zygote and both sandboxes (and with "end", whatever else ran meanwhile)
+    while time.monotonic() < deadline and proc.poll() is None and len(seen) < 3:
+        seen |= _descendants(proc.pid)
+        time.sleep(0.02)
     if ending == "sigterm":
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and (
-                not pids_file.exists() or len(pids_file.read_text().split()) < 2):
-            time.sleep(0.05)
         time.sleep(0.5)  # in the waiting invocation by now
+        seen |= _descendants(proc.pid)
         proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == (0 if ending == "end" else 128 + signal.SIGTERM), err
-    pids = [int(p) for p in pids_file.read_text().split()]
-    assert len(pids) == 2
-    assert _wait_gone(pids) == []
+    if ending == "end":
+        output = json.loads(out)
+        seen |= {output["a"], output["b"]}
+    assert len(seen) >= 3, seen
+    assert _wait_gone(sorted(seen)) == []
 
 
 def test_sections_calling_a_sandboxed_function_reuse_its_warm_sandboxes(app_dir: Path
@@ -393,3 +411,118 @@ def test_sections_calling_a_sandboxed_function_reuse_its_warm_sandboxes(app_dir:
         counts = sorted(o["count"] for o in out if o["pid"] == pid)
         assert counts == list(range(1, len(counts) + 1))
     assert sum(len([o for o in out if o["pid"] == p]) for p in pids) == 12
+
+
+# The file system as each function's own container shows it (the containment issue's
+# first class of doors): Keeper leaves a secret in its /tmp and has a token in its
+# configured environment; Snoop, in its own sandbox, looks for both everywhere a file
+# could hold them.
+KEEPER = """
+import os
+
+def handler(event, context):
+    path = "/tmp/keeper-secret"
+    with open(path, "w") as out:
+        out.write(event["secret"])
+    os.chmod(path, 0o644)  # even readable by all: another container's /tmp is not there
+    return {"path": path, "token_seen": os.environ.get("KEEPER_TOKEN", "")[:4]}
+"""
+
+SNOOP = '''
+import os
+
+def _try(door):
+    try:
+        return door()
+    except Exception as exc:
+        return f"refused: {type(exc).__name__}"
+
+def _grep(top, needles):
+    found = []
+    for folder, _dirs, files in os.walk(top):
+        for name in files:
+            path = os.path.join(folder, name)
+            if os.path.realpath(path) == os.path.realpath(__file__):
+                continue  # its own source names what it looks for
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read(1 << 20)
+            except OSError:
+                continue
+            found += [f"{path}: {n}" for n in needles if n.encode() in data]
+    return found
+
+def handler(event, context):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    needles = [event["secret"], "KEEPER-TOKEN-4c1d"]
+    return {
+        "tmp_file": _try(lambda: open(event["path"]).read()),
+        "tmp_listing": _try(lambda: sorted(os.listdir("/tmp"))),
+        "action_files": _try(lambda: sorted(os.listdir(root))),
+        "functions": _try(lambda: sorted(os.listdir(os.path.join(root, "functions")))),
+        "grep_action": _grep(root, needles),
+        "grep_tmp": _grep("/tmp", needles),
+        "environ": [k for k, v in os.environ.items() if "KEEPER" in k or "KEEPER" in v],
+        "cwd": sorted(os.listdir(".")),
+        "write_tmp": _try(lambda: open("/tmp/snoop-scratch", "w").write("x")),
+    }
+'''
+
+
+def _snoop_app(app_dir: Path) -> Path:
+    return write_app(app_dir, chain(
+        ("Keep", task("keeper", ResultPath="$.kept")),
+        ("Snoop", task("snoop", Parameters={"secret.$": "$.secret",
+                                            "path.$": "$.kept.path"}))),
+        {"keeper": KEEPER, "snoop": SNOOP},
+        settings={"sensitive": ["keeper"], "untrusted": ["snoop"],
+                  "functions": {"keeper": {"environment": {
+                      "KEEPER_TOKEN": "KEEPER-TOKEN-4c1d"}}}})
+
+
+def test_a_sandbox_sees_only_its_own_container_files(app_dir: Path) -> None:
+    _snoop_app(app_dir)
+    secret = {"secret": "S3CR3T-in-keepers-tmp-0b7"}
+    seen = _run(app_dir, "--isolation", "process", input_=secret)
+    assert seen["tmp_file"].startswith("refused"), seen  # Keeper's /tmp is not Snoop's
+    assert seen["grep_action"] == [] and seen["grep_tmp"] == [], seen
+    assert seen["environ"] == [], seen
+    # Its task root: the runtime and its own code, not the workflow nor its sibling.
+    assert "orchestrator.py" not in seen["action_files"], seen
+    assert "plan.json" not in seen["action_files"], seen
+    assert seen["functions"] == ["snoop.py"], seen
+    assert seen["cwd"] == seen["action_files"], seen  # the view, not the folder it covers
+    assert seen["write_tmp"] == 1, seen  # its own /tmp is writable, as on Lambda
+
+    # The control: without isolation the same function finds both secrets.
+    shared = _run(app_dir, "--isolation", "none", input_=secret)
+    assert shared["tmp_file"] == secret["secret"], shared
+    assert any("KEEPER-TOKEN-4c1d" in hit for hit in shared["grep_action"]), shared
+
+
+EXITS_AT_IMPORT = """
+import os
+
+os._exit(5)  # its module ends its process before any handler exists
+
+def handler(event, context):
+    return "never"
+"""
+
+
+def test_a_sandbox_that_dies_starting_fails_its_task_not_the_run(app_dir: Path) -> None:
+    # Lambda: an init that exits the process is Runtime.ExitError on the invocation,
+    # caught like any Task error; the states before it ran. (Its callers were waiting
+    # in the dead sandbox's backlog: they are told, not left waiting.)
+    write_app(app_dir, chain(("Before", task("who", ResultPath="$.before")),
+                             ("Dies", task("dies", Catch=[{"ErrorEquals": ["States.ALL"],
+                                                          "ResultPath": "$.error",
+                                                          "Next": "After"}],
+                                           Next="After")),
+                             ("After", {"Type": "Pass", "End": True})),
+              {"who": WHO, "dies": EXITS_AT_IMPORT}, settings={"untrusted": ["dies"]})
+    done = faastlane("run", str(app_dir), "--isolation", "process", timeout=60)
+    assert done.code == 0, done.stderr
+    assert done.json["error"]["Error"] == "Runtime.ExitError", done.json
+    assert "exit status 5" in done.json["error"]["Cause"], done.json
+    assert "pid" in done.json["before"]

@@ -47,6 +47,7 @@ _SOURCE_ROOT: str | None = None
 _ACTION_ROOT = ""
 # A template's functions: their folder in the action -> their code folder (CodeUri).
 _SOURCE_FOLDERS: dict[str, str] = {}
+_FUNCTIONS = "functions"  # an app folder's functions, copied into the action's
 
 
 def show_sources_from(app_root: str, folders: dict[str, str] | None = None) -> None:
@@ -64,10 +65,13 @@ def _source_of(filename: str) -> str:
         return filename
     relative = filename[len(_ACTION_ROOT):]
     original = os.path.join(_SOURCE_ROOT, relative)
+    # The functions' code is copied from the app as it is: its source is there. (A
+    # sandbox could not check: the app's folder is not in its view.)
+    copied = relative.startswith(_FUNCTIONS + "/")
     for folder, source in _SOURCE_FOLDERS.items():
         if relative.startswith(folder):
-            original = os.path.join(source, relative[len(folder):])
-    return original if os.path.exists(original) else filename
+            original, copied = os.path.join(source, relative[len(folder):]), True
+    return original if copied or os.path.exists(original) else filename
 
 
 def current_function() -> str | None:

@@ -24,8 +24,9 @@ What a sandboxed function must not reach is the Orchestrator's memory and its si
 - **nothing inherited but what it serves**: every other descriptor is closed, and the
   process dies with the zygote (``PR_SET_PDEATHSIG``).
 
-Namespaces are not used: creating them needs privileges a Lambda function does not
-have, and a sandbox needs the network (functions call AWS endpoints).
+Where a mount namespace can be made, the sandbox also gets its own /tmp and its own
+view of the action folder first (``view.py``); no network namespace: a sandbox needs
+the network (functions call AWS endpoints).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ _PR_CAP_AMBIENT = 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
 
 
-def _libc() -> tuple[ModuleType, CDLL]:  # ctypes is loaded only where it is used
+def load_libc() -> tuple[ModuleType, CDLL]:  # ctypes is loaded only where it is used
     import ctypes
 
     return ctypes, ctypes.CDLL(None, use_errno=True)
@@ -60,12 +61,12 @@ def make_undumpable() -> None:
     """Mark this process non-dumpable: a process without ``CAP_SYS_PTRACE`` (a
     sandbox) then cannot open its ``/proc/PID/mem``, ``fd`` or ``environ``, even with
     the same uid. Inherited by forks."""
-    _, libc = _libc()
+    _, libc = load_libc()
     libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def die_with_parent() -> None:
-    _, libc = _libc()
+    _, libc = load_libc()
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
@@ -82,7 +83,7 @@ def close_fds_except(keep: Iterable[int]) -> None:
 
 def drop_capabilities() -> None:
     """Drop every capability, for good (see the module's docstring)."""
-    _, libc = _libc()
+    _, libc = load_libc()
     try:
         with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as handle:
             last = int(handle.read())
@@ -121,15 +122,16 @@ WRITABLE = ("/tmp", "/dev/shm")
 WRITABLE_FILES = ("/dev/null",)
 
 
-def restrict_writes(protected: str, writable: Iterable[str] = WRITABLE) -> bool:
+def restrict_writes(protected: str | None, writable: Iterable[str] = WRITABLE) -> bool:
     """Refuse every file-system write outside ``writable`` (Landlock), and inside
-    ``protected`` (the action folder: a writable folder holding it is left out); False
-    where the kernel has no Landlock. Needs no-new-privileges set (the seccomp filter
-    sets it)."""
-    protected = os.path.realpath(protected) + os.sep
-    writable = [path for path in writable
-                if not protected.startswith(os.path.realpath(path) + os.sep)]
-    ctypes, libc = _libc()
+    ``protected`` (the action folder: a writable folder holding it is left out; None
+    when the sandbox's view of it is read-only already); False where the kernel has no
+    Landlock. Needs no-new-privileges set (the seccomp filter sets it)."""
+    if protected is not None:
+        protected = os.path.realpath(protected) + os.sep
+        writable = [path for path in writable
+                    if not protected.startswith(os.path.realpath(path) + os.sep)]
+    ctypes, libc = load_libc()
     libc.syscall.restype = ctypes.c_long
     abi = libc.syscall(ctypes.c_long(_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
                        ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
@@ -171,10 +173,12 @@ def restrict_writes(protected: str, writable: Iterable[str] = WRITABLE) -> bool:
     return True
 
 
-def confine(memory_mb: int | None, keep_fds: Iterable[int], action_root: str
+def confine(memory_mb: int | None, keep_fds: Iterable[int], action_root: str | None
             ) -> dict[str, bool]:
     """Everything above, in the order the kernel needs (capabilities before the filter
-    sets no-new-privileges, which Landlock then needs); which optional layers hold."""
+    sets no-new-privileges, which Landlock then needs); which optional layers hold.
+    ``action_root``: the folder writes must not reach; None when the sandbox's own view
+    of it is mounted read-only (``view.py``)."""
     die_with_parent()
     close_fds_except(keep_fds)
     drop_capabilities()

@@ -81,7 +81,12 @@ class Sandboxes:
         """Wait until every first sandbox has imported its function (part of the
         container's cold start, as Lambda's init is)."""
         for spec in self.specs:
-            self.call(spec.name, {"ping": True}, None)
+            try:
+                self.call(spec.name, {"ping": True}, None)
+            except StatesError:
+                # It died starting (os._exit at import, say): as on Lambda, the Task
+                # that calls it fails with Runtime.ExitError, not the whole container.
+                continue
 
     # ------------------------------------------------------------------ calling
 

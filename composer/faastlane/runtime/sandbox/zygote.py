@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..engine.functions import FunctionSpec
-from . import confine, server, wire
+from . import confine, server, view, wire
 from .table import Table
 
 if TYPE_CHECKING:
@@ -110,7 +110,9 @@ class Zygote:
             listener = self.listeners[(f, k)]
             self.table.unmap()
             try:
-                confine.confine(self.memory_mb[f], [listener.fileno()], self.root)
+                contained = view.contain(self.root, self.specs[f], self.specs)
+                confine.confine(self.memory_mb[f], [listener.fileno()],
+                                None if contained else self.root)
             except OSError as exc:
                 sys.stderr.write(f"[faastlane] sandbox of {self.specs[f].name}: cannot "
                                  f"confine it: {exc}\n")
@@ -158,6 +160,24 @@ class Zygote:
         f, k = self.children.pop(pid)
         if self.table.pid(f, k) == pid:
             self.table.emptied(f, k)
+        self._drain(f, k)
+
+    def _drain(self, f: int, k: int) -> None:
+        """Close the connections still waiting in slot (f, k)'s backlog: they were for
+        the sandbox that is gone (one that died importing or confining itself never
+        accepted them), and their callers must hear so -- as a closed connection, which
+        they report as the sandbox's exit -- instead of waiting on this listener."""
+        listener = self.listeners[(f, k)]
+        listener.setblocking(False)
+        try:
+            while True:
+                try:
+                    connection, _ = listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    return
+                connection.close()
+        finally:
+            listener.setblocking(True)
 
 
 def _kill(pid: int) -> None:

@@ -1,0 +1,148 @@
+"""What a sandbox sees of the file system: its own function container's view.
+
+On Lambda each function has its own container: a ``/tmp`` no other function shares, and
+a task root holding its own code and its deployment package's libraries, not its
+siblings' code nor the workflow. A sandbox gets the same from a mount namespace of its
+own, made before it imports its function (:func:`contain`):
+
+- **a private /tmp** (and ``/dev/shm``): a fresh tmpfs of Lambda's default ephemeral
+  size, gone with the sandbox (a replaced sandbox starts with an empty one, as a new
+  container does);
+- **the action folder as its task root**: a tmpfs over it, into which everything is
+  bound back read-only except the workflow's own files (``orchestrator.py``, which
+  carries every function's configuration, ``plan.json``, the definitions) and the
+  other functions' code. What is neither -- the runtime, helper modules beside the
+  functions, vendored packages -- stays, as a deployment package's libraries do;
+- the working directory is the view's root (as for functions on the Orchestrator's
+  threads, and never the covered folder, which relative paths would still reach).
+
+Mounts are made private first, so nothing propagates back to the Orchestrator's view.
+Creating the namespace needs ``CAP_SYS_ADMIN`` (the Orchestrator runs as root) or an
+unprivileged user namespace; where neither is allowed (a Docker container's default
+seccomp profile, Lambda itself) :func:`contain` returns False and the sandbox runs with
+the Orchestrator's view, which ``docs/security.md`` says.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from .confine import load_libc
+
+if TYPE_CHECKING:
+    from ..engine.functions import FunctionSpec
+
+_CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT = 1, 2, 4, 32
+_MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
+TMP = "/tmp"
+TMP_SIZE_MB = 512  # Lambda's default ephemeral storage
+SHM = "/dev/shm"
+SHM_SIZE_MB = 64  # Docker's default
+# The action's files that describe the workflow rather than serve a function.
+WORKFLOW_FILES = ("orchestrator.py", "plan.json", "workflow.json", "state_machines.json",
+                  "inspection.json", ".faastlane-action.json", "__main__.py",
+                  "lambda_function.py")
+
+
+def _unshare() -> bool:
+    """A mount namespace of this process's own: directly with CAP_SYS_ADMIN, else in a
+    user namespace of its own (mapping its uid and gid to themselves)."""
+    _, libc = load_libc()
+    if libc.unshare(_CLONE_NEWNS) == 0:
+        return True
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
+        return False
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+            handle.write(text)
+    return True
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int,
+           data: str | None = None) -> None:
+    ctypes, libc = load_libc()
+    if libc.mount(None if source is None else source.encode(), target.encode(),
+                  None if fstype is None else fstype.encode(), ctypes.c_ulong(flags),
+                  None if data is None else data.encode()) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"mount {target}: {os.strerror(code)}")
+
+
+def hidden_paths(spec: FunctionSpec, specs: Iterable[FunctionSpec]) -> set[str]:
+    """The action's paths (relative) a sandbox of ``spec`` must not see: the workflow's
+    files and every other function's code (its own folder, or its module file where it
+    shares ``functions/``)."""
+    hidden = set(WORKFLOW_FILES)
+    own = spec.own_folder or spec.module_file
+    for other in specs:
+        path = (other.own_folder or other.module_file).strip("/")
+        if path != own.strip("/") and not own.startswith(path + "/"):
+            hidden.add(path)
+    return hidden
+
+
+def _rebuild(source: str, target: str, relative: str, hidden: set[str],
+             binds: list[tuple[str, str]]) -> None:
+    """Recreate directory ``source`` (reached through the descriptor path) at ``target``
+    (on the tmpfs): each entry bound back unless hidden; a directory holding hidden
+    entries is recreated one level further down instead."""
+    for entry in sorted(os.listdir(source)):
+        rel = f"{relative}/{entry}" if relative else entry
+        if rel in hidden:
+            continue
+        real, place = os.path.join(source, entry), os.path.join(target, entry)
+        if os.path.isdir(real) and not os.path.islink(real):
+            os.mkdir(place, 0o755)
+            if any(h.startswith(rel + "/") for h in hidden):
+                _rebuild(real, place, rel, hidden, binds)
+                continue
+        elif os.path.islink(real):
+            os.symlink(os.readlink(real), place)
+            continue
+        else:
+            with open(place, "w", encoding="utf-8"):
+                pass  # a mount point for the file
+        binds.append((real, place))
+
+
+def contain(root: str, spec: FunctionSpec, specs: Iterable[FunctionSpec]) -> bool:
+    """Give this process (a sandbox, before it imports ``spec``'s function and before
+    its capabilities go) its own /tmp and its own view of the action folder ``root``;
+    False where no mount namespace can be made (nothing changed then)."""
+    root = os.path.realpath(root)
+    if not _unshare():
+        return False
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    # The action's real folder, reachable through this descriptor once it is covered
+    # (opened in the new namespace: a bind mount's source must be one of its mounts).
+    real = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        _mount("tmpfs", TMP, "tmpfs", _MS_NOSUID | _MS_NODEV,
+               f"size={TMP_SIZE_MB}m,mode=1777")
+        if os.path.isdir(SHM):  # POSIX shared memory and semaphores: its own too
+            _mount("tmpfs", SHM, "tmpfs", _MS_NOSUID | _MS_NODEV,
+                   f"size={SHM_SIZE_MB}m,mode=1777")
+        # An action under /tmp (composed there by hand) is now hidden by the new /tmp:
+        # its view is made at the same path inside it.
+        os.makedirs(root, mode=0o755, exist_ok=True)
+        _mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=755")
+        binds: list[tuple[str, str]] = []
+        _rebuild(f"/proc/self/fd/{real}", root, "", hidden_paths(spec, specs), binds)
+        for source, target in binds:
+            _mount(source, target, None, _MS_BIND | _MS_REC)
+            _mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
+        _mount(None, root, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+    finally:
+        os.close(real)
+    # Onto the view: a working directory in the folder it covers would still reach the
+    # hidden files by relative paths. The action's root, as for functions on threads.
+    os.chdir(root)
+    import importlib
+
+    importlib.invalidate_caches()  # directory listings read before the view
+    return True
