@@ -454,14 +454,15 @@ def _grep(top, needles):
 
 def handler(event, context):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    needles = [event["secret"], "KEEPER-TOKEN-4c1d"]
+    needles = [event["secret"], "KEEPER-TOKEN-4c1d", "INPUT-ONLY-9d2"]
     return {
         "tmp_file": _try(lambda: open(event["path"]).read()),
         "tmp_listing": _try(lambda: sorted(os.listdir("/tmp"))),
         "action_files": _try(lambda: sorted(os.listdir(root))),
         "functions": _try(lambda: sorted(os.listdir(os.path.join(root, "functions")))),
-        "grep_action": _grep(root, needles),
-        "grep_tmp": _grep("/tmp", needles),
+        "grep_action": _grep(os.path.dirname(root), needles),  # and what lies beside it
+        "grep_tmp": _grep("/tmp", needles) + _grep("/var/tmp", needles),
+        "beside": _try(lambda: sorted(os.listdir(os.path.dirname(root)))),
         "environ": [k for k, v in os.environ.items() if "KEEPER" in k or "KEEPER" in v],
         "cwd": sorted(os.listdir(".")),
         "write_tmp": _try(lambda: open("/tmp/snoop-scratch", "w").write("x")),
@@ -482,7 +483,8 @@ def _snoop_app(app_dir: Path) -> Path:
 
 def test_a_sandbox_sees_only_its_own_container_files(app_dir: Path) -> None:
     _snoop_app(app_dir)
-    secret = {"secret": "S3CR3T-in-keepers-tmp-0b7"}
+    # "unused": in the execution input, but no state hands it to Snoop
+    secret = {"secret": "S3CR3T-in-keepers-tmp-0b7", "unused": "INPUT-ONLY-9d2"}
     seen = _run(app_dir, "--isolation", "process", input_=secret)
     assert seen["tmp_file"].startswith("refused"), seen  # Keeper's /tmp is not Snoop's
     assert seen["grep_action"] == [] and seen["grep_tmp"] == [], seen
@@ -492,12 +494,14 @@ def test_a_sandbox_sees_only_its_own_container_files(app_dir: Path) -> None:
     assert "plan.json" not in seen["action_files"], seen
     assert seen["functions"] == ["snoop.py"], seen
     assert seen["cwd"] == seen["action_files"], seen  # the view, not the folder it covers
+    assert len(seen["beside"]) == 1, seen  # its task root alone: no run's input.json
     assert seen["write_tmp"] == 1, seen  # its own /tmp is writable, as on Lambda
 
     # The control: without isolation the same function finds both secrets.
     shared = _run(app_dir, "--isolation", "none", input_=secret)
     assert shared["tmp_file"] == secret["secret"], shared
     assert any("KEEPER-TOKEN-4c1d" in hit for hit in shared["grep_action"]), shared
+    assert any("INPUT-ONLY-9d2" in hit for hit in shared["grep_action"]), shared
 
 
 EXITS_AT_IMPORT = """

@@ -5,9 +5,11 @@ a task root holding its own code and its deployment package's libraries, not its
 siblings' code nor the workflow. A sandbox gets the same from a mount namespace of its
 own, made before it imports its function (:func:`contain`):
 
-- **a private /tmp** (and ``/dev/shm``): a fresh tmpfs of Lambda's default ephemeral
-  size, gone with the sandbox (a replaced sandbox starts with an empty one, as a new
-  container does);
+- **a private /tmp** (and ``/var/tmp``, ``/dev/shm``): a fresh tmpfs of Lambda's
+  default ephemeral size, gone with the sandbox (a replaced sandbox starts with an empty
+  one, as a new container does). Other runs' folders there, and what lies beside the
+  action folder (``faastlane run``'s ``input.json``: the whole execution input, of which
+  a state may get only a part), are not in its view;
 - **the action folder as its task root**: a tmpfs over it, into which everything is
   bound back read-only except the workflow's own files (``orchestrator.py``, which
   carries every function's configuration, ``plan.json``, the definitions) and the
@@ -40,6 +42,7 @@ _MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
 TMP = "/tmp"
 TMP_SIZE_MB = 512  # Lambda's default ephemeral storage
 SHM = "/dev/shm"
+VAR_TMP = "/var/tmp"
 SHM_SIZE_MB = 64  # Docker's default
 # The action's files that describe the workflow rather than serve a function.
 WORKFLOW_FILES = ("orchestrator.py", "plan.json", "workflow.json", "state_machines.json",
@@ -122,13 +125,17 @@ def contain(root: str, spec: FunctionSpec, specs: Iterable[FunctionSpec]) -> boo
     # (opened in the new namespace: a bind mount's source must be one of its mounts).
     real = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        _mount("tmpfs", TMP, "tmpfs", _MS_NOSUID | _MS_NODEV,
-               f"size={TMP_SIZE_MB}m,mode=1777")
-        if os.path.isdir(SHM):  # POSIX shared memory and semaphores: its own too
-            _mount("tmpfs", SHM, "tmpfs", _MS_NOSUID | _MS_NODEV,
-                   f"size={SHM_SIZE_MB}m,mode=1777")
-        # An action under /tmp (composed there by hand) is now hidden by the new /tmp:
-        # its view is made at the same path inside it.
+        for folder, size in ((TMP, TMP_SIZE_MB), (VAR_TMP, TMP_SIZE_MB), (SHM, SHM_SIZE_MB)):
+            if os.path.isdir(folder):  # /dev/shm: POSIX shared memory, semaphores
+                _mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV,
+                       f"size={size}m,mode=1777")
+        # What lies beside the action (a run's input.json, other actions) is not its.
+        parent = os.path.dirname(root)
+        if parent != "/" and not any(parent == t or parent.startswith(t + "/")
+                                     for t in (TMP, VAR_TMP)):
+            _mount("tmpfs", parent, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=755")
+        # The action's path, hidden now by those (an action under /tmp or /var/tmp, as
+        # `faastlane run` composes it): its view is made at the same path inside.
         os.makedirs(root, mode=0o755, exist_ok=True)
         _mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=755")
         binds: list[tuple[str, str]] = []
