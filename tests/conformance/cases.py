@@ -7,8 +7,8 @@ follows) and the documented outcome (``output``, or ``error`` and ``cause``), wh
 replaces moto's as the reference.
 
 Inputs may contain the placeholder ``@SCRATCH@``: each run replaces it with a fresh
-empty directory, where functions keep per-execution state (e.g. how many times they
-have failed so far, for Retry cases).
+key of the harness's call log (``call_log.py``), where functions keep per-execution
+state (how many times they have failed so far, for Retry cases).
 
 Functions that many cases share live once in ``shared_functions/``; a case names the
 ones it uses, with their settings, in ``shared_functions.json`` (``{"flaky": {"FAILS":
@@ -46,9 +46,9 @@ class Case:
     reason: str | None
     shared: dict[str, dict[str, Any]]  # shared function -> its settings (materialize)
 
-    def input_for(self, scratch: Path) -> Any:
+    def input_for(self, scratch: str) -> Any:
         """The input with ``@SCRATCH@`` replaced by ``scratch``."""
-        return json.loads(json.dumps(self.input).replace(SCRATCH, str(scratch)))
+        return json.loads(json.dumps(self.input).replace(SCRATCH, scratch))
 
 
 def load_case(folder: Path) -> Case:

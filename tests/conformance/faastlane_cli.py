@@ -15,6 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import call_log
 from .cases import Case
 from .outcome import Outcome
 
@@ -31,9 +32,7 @@ def faastlane_command() -> list[str]:
 def run_case(case: Case, isolation: str) -> Outcome:
     with tempfile.TemporaryDirectory(prefix=f"conformance-{case.name}-") as scratch:
         input_file = Path(scratch) / "input.json"
-        state = Path(scratch) / "state"
-        state.mkdir()
-        input_file.write_text(json.dumps(case.input_for(state)))
+        input_file.write_text(json.dumps(case.input_for(call_log.new_scratch())))
         command = [
             *faastlane_command(),
             "run",

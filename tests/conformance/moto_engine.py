@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import io
 import json
-import tempfile
 import time
 import zipfile
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ import boto3
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
-from . import lambda_emulation
+from . import call_log, lambda_emulation
 from .cases import Case
 from .outcome import Outcome
 
@@ -143,7 +142,7 @@ def moto_session() -> Iterator[_Registry]:
 def run_cases(cases: list[Case], timeout: float = 90.0) -> dict[str, Outcome]:
     """Run every case on moto at once; each case's outcome, or a harness failure."""
     outcomes: dict[str, Outcome] = {}
-    with moto_session() as registry, tempfile.TemporaryDirectory() as scratch_root:
+    with moto_session() as registry:
         iam = boto3.client("iam", region_name=REGION)
         role = iam.create_role(RoleName="conformance", AssumeRolePolicyDocument="{}")
         role_arn = role["Role"]["Arn"]
@@ -167,14 +166,13 @@ def run_cases(cases: list[Case], timeout: float = 90.0) -> dict[str, Outcome]:
                 )
             definition = copy.deepcopy(case.workflow)
             _rename_functions(definition["States"], rename)
-            scratch = Path(tempfile.mkdtemp(dir=scratch_root))
             try:
                 machine = sfn.create_state_machine(
                     name=case.name, definition=json.dumps(definition), roleArn=role_arn
                 )
                 execution = sfn.start_execution(
                     stateMachineArn=machine["stateMachineArn"],
-                    input=json.dumps(case.input_for(scratch)),
+                    input=json.dumps(case.input_for(call_log.new_scratch())),
                 )
             except Exception as error:  # noqa: BLE001 - moto refusing a case is a result
                 outcomes[case.name] = Outcome.failure("moto refused the case", str(error))

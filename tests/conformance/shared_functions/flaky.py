@@ -1,13 +1,12 @@
-"""Fails its first FAILS calls in an execution, counting calls in a scratch file.
+"""Fails its first FAILS calls in an execution, counting them in the harness's call log.
 
 One file for every Retry case that uses it: the harness writes it into the case's app
 with the case's own settings (its ``shared_functions.json``) in place of the defaults
 below (cases.py, ``materialize``).
 """
 import json
-import time
+import socket
 from itertools import pairwise
-from pathlib import Path
 
 # Settings (each case's shared_functions.json replaces these lines).
 FAILS = 1  # how many calls fail before one succeeds
@@ -20,11 +19,16 @@ class TransientError(Exception):
 
 
 def _record(scratch):
-    log = Path(scratch) / "calls.json"
-    calls = json.loads(log.read_text()) if log.exists() else []
-    calls.append(time.time())
-    log.write_text(json.dumps(calls))
-    return calls
+    # The harness's call log (tests/conformance/call_log.py): a service both this
+    # function and count.py reach, whichever process or sandbox each runs in.
+    name, key = scratch.split("#")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as log:
+        log.connect("\0" + name)
+        log.sendall(f"append {key}\n".encode())
+        answer = b""
+        while chunk := log.recv(65536):
+            answer += chunk
+    return json.loads(answer)
 
 
 def handler(event, context):
