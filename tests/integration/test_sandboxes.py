@@ -437,9 +437,11 @@ def _try(door):
     except Exception as exc:
         return f"refused: {type(exc).__name__}"
 
-def _grep(top, needles):
+def _grep(top, needles, deep=True):
     found = []
-    for folder, _dirs, files in os.walk(top):
+    for folder, dirs, files in os.walk(top):
+        if not deep:
+            dirs.clear()  # a shared /tmp may hold a whole checkout: its own files only
         for name in files:
             path = os.path.join(folder, name)
             if os.path.realpath(path) == os.path.realpath(__file__):
@@ -461,7 +463,7 @@ def handler(event, context):
         "action_files": _try(lambda: sorted(os.listdir(root))),
         "functions": _try(lambda: sorted(os.listdir(os.path.join(root, "functions")))),
         "grep_action": _grep(os.path.dirname(root), needles),  # and what lies beside it
-        "grep_tmp": _grep("/tmp", needles) + _grep("/var/tmp", needles),
+        "grep_tmp": _grep("/tmp", needles, False) + _grep("/var/tmp", needles, False),
         "beside": _try(lambda: sorted(os.listdir(os.path.dirname(root)))),
         "environ": [k for k, v in os.environ.items() if "KEEPER" in k or "KEEPER" in v],
         "cwd": sorted(os.listdir(".")),

@@ -15,6 +15,8 @@ own, made before it imports its function (:func:`contain`):
   carries every function's configuration, ``plan.json``, the definitions) and the
   other functions' code. What is neither -- the runtime, helper modules beside the
   functions, vendored packages -- stays, as a deployment package's libraries do;
+- the interpreter's own folders under a covered place (a virtualenv or checkout under
+  /tmp) are bound back read-only, so that the runtime and its libraries still import;
 - the working directory is the view's root (as for functions on the Orchestrator's
   threads, and never the covered folder, which relative paths would still reach).
 
@@ -28,6 +30,7 @@ the Orchestrator's view, which ``docs/security.md`` says.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -113,6 +116,27 @@ def _rebuild(source: str, target: str, relative: str, hidden: set[str],
         binds.append((real, place))
 
 
+def _interpreter_paths(root: str, covered: list[str]) -> list[str]:
+    """The interpreter's own folders (its prefixes, the import path) that lie under a
+    covered place -- a virtualenv or a checkout under /tmp, say -- to bind back: never a
+    covered place itself, the action folder or what holds it (the view shows those)."""
+    found = set()
+    for path in {sys.prefix, sys.exec_prefix, sys.base_prefix,
+                 os.path.dirname(sys.executable), *sys.path}:
+        if not path or not os.path.exists(path):
+            continue
+        path = os.path.realpath(path)
+        if path == root or path.startswith(root + "/") or root.startswith(path + "/"):
+            continue
+        if any(path.startswith(place + "/") for place in covered):
+            found.add(path)
+    kept: list[str] = []
+    for path in sorted(found):  # a folder bound back brings what is under it
+        if not any(path.startswith(k + "/") for k in kept):
+            kept.append(path)
+    return kept
+
+
 def contain(root: str, spec: FunctionSpec, specs: Iterable[FunctionSpec]) -> bool:
     """Give this process (a sandbox, before it imports ``spec``'s function and before
     its capabilities go) its own /tmp and its own view of the action folder ``root``;
@@ -121,31 +145,48 @@ def contain(root: str, spec: FunctionSpec, specs: Iterable[FunctionSpec]) -> boo
     if not _unshare():
         return False
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-    # The action's real folder, reachable through this descriptor once it is covered
-    # (opened in the new namespace: a bind mount's source must be one of its mounts).
-    real = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    temporary = [(place, size) for place, size in
+                 ((TMP, TMP_SIZE_MB), (VAR_TMP, TMP_SIZE_MB), (SHM, SHM_SIZE_MB))
+                 if os.path.isdir(place)]  # /dev/shm: POSIX shared memory, semaphores
+    covered = [place for place, _ in temporary]
+    # What lies beside the action (a run's input.json, other actions) is not its.
+    parent = os.path.dirname(root)
+    beside = parent != "/" and not any(parent == t or parent.startswith(t + "/")
+                                       for t in covered)
+    if beside:
+        covered.append(parent)
+    kept = _interpreter_paths(root, covered)
+    # The real folders, reachable through descriptors once covered (opened in the new
+    # namespace: a bind mount's source must be one of its mounts).
+    sources = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in [root, *kept]}
+    folders = {path for path in kept if os.path.isdir(path)}  # before they are covered
     try:
-        for folder, size in ((TMP, TMP_SIZE_MB), (VAR_TMP, TMP_SIZE_MB), (SHM, SHM_SIZE_MB)):
-            if os.path.isdir(folder):  # /dev/shm: POSIX shared memory, semaphores
-                _mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV,
-                       f"size={size}m,mode=1777")
-        # What lies beside the action (a run's input.json, other actions) is not its.
-        parent = os.path.dirname(root)
-        if parent != "/" and not any(parent == t or parent.startswith(t + "/")
-                                     for t in (TMP, VAR_TMP)):
+        for place, size in temporary:
+            _mount("tmpfs", place, "tmpfs", _MS_NOSUID | _MS_NODEV,
+                   f"size={size}m,mode=1777")
+        if beside:
             _mount("tmpfs", parent, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=755")
+        binds = [(f"/proc/self/fd/{sources[path]}", path) for path in kept]
+        for path in kept:
+            if path in folders:
+                os.makedirs(path, mode=0o755, exist_ok=True)
+            else:  # a zip on the import path
+                os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+                with open(path, "w", encoding="utf-8"):
+                    pass
         # The action's path, hidden now by those (an action under /tmp or /var/tmp, as
         # `faastlane run` composes it): its view is made at the same path inside.
         os.makedirs(root, mode=0o755, exist_ok=True)
         _mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=755")
-        binds: list[tuple[str, str]] = []
-        _rebuild(f"/proc/self/fd/{real}", root, "", hidden_paths(spec, specs), binds)
+        _rebuild(f"/proc/self/fd/{sources[root]}", root, "", hidden_paths(spec, specs),
+                 binds)
         for source, target in binds:
             _mount(source, target, None, _MS_BIND | _MS_REC)
             _mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
         _mount(None, root, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
     finally:
-        os.close(real)
+        for fd in sources.values():
+            os.close(fd)
     # Onto the view: a working directory in the folder it covers would still reach the
     # hidden files by relative paths. The action's root, as for functions on threads.
     os.chdir(root)
