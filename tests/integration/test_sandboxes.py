@@ -429,6 +429,7 @@ def handler(event, context):
 """
 
 SNOOP = '''
+import gc
 import os
 
 def _try(door):
@@ -456,6 +457,9 @@ def _grep(top, needles, deep=True):
 
 def handler(event, context):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # The execution input in its own memory (a zygote's heap, inherited): looked for
+    # before any list of its own holds the string.
+    heap = any(isinstance(o, list) and "INPUT-ONLY-9d2" in o for o in gc.get_objects())
     needles = [event["secret"], "KEEPER-TOKEN-4c1d", "INPUT-ONLY-9d2"]
     return {
         "tmp_file": _try(lambda: open(event["path"]).read()),
@@ -467,6 +471,7 @@ def handler(event, context):
         "beside": _try(lambda: sorted(os.listdir(os.path.dirname(root)))),
         "environ": [k for k, v in os.environ.items() if "KEEPER" in k or "KEEPER" in v],
         "cwd": sorted(os.listdir(".")),
+        "heap": heap,
         "write_tmp": _try(lambda: open("/tmp/snoop-scratch", "w").write("x")),
     }
 '''
@@ -486,11 +491,11 @@ def _snoop_app(app_dir: Path) -> Path:
 def test_a_sandbox_sees_only_its_own_container_files(app_dir: Path) -> None:
     _snoop_app(app_dir)
     # "unused": in the execution input, but no state hands it to Snoop
-    secret = {"secret": "S3CR3T-in-keepers-tmp-0b7", "unused": "INPUT-ONLY-9d2"}
+    secret = {"secret": "S3CR3T-in-keepers-tmp-0b7", "unused": ["INPUT-ONLY-9d2", [1]]}
     seen = _run(app_dir, "--isolation", "process", input_=secret)
     assert seen["tmp_file"].startswith("refused"), seen  # Keeper's /tmp is not Snoop's
     assert seen["grep_action"] == [] and seen["grep_tmp"] == [], seen
-    assert seen["environ"] == [], seen
+    assert seen["environ"] == [] and seen["heap"] is False, seen
     # Its task root: the runtime and its own code, not the workflow nor its sibling.
     assert "orchestrator.py" not in seen["action_files"], seen
     assert "plan.json" not in seen["action_files"], seen
@@ -504,6 +509,7 @@ def test_a_sandbox_sees_only_its_own_container_files(app_dir: Path) -> None:
     assert shared["tmp_file"] == secret["secret"], shared
     assert any("KEEPER-TOKEN-4c1d" in hit for hit in shared["grep_action"]), shared
     assert any("INPUT-ONLY-9d2" in hit for hit in shared["grep_action"]), shared
+    assert shared["heap"] is True, shared
 
 
 EXITS_AT_IMPORT = """

@@ -57,10 +57,6 @@ def main(load: Callable[[ActionPlan], Orchestrator], argv: list[str] | None = No
     if args.source_root:
         functions.show_sources_from(args.source_root, dict(
             item.split("=", 1) for item in args.source_folder if "=" in item))
-    try:
-        args.input_text, execution_input = read_input(args)
-    except BadInput as exc:
-        _die(str(exc))
     if args.trace not in (None, "-"):
         args.trace = os.path.abspath(args.trace)
     if args.history:
@@ -76,21 +72,28 @@ def main(load: Callable[[ActionPlan], Orchestrator], argv: list[str] | None = No
     os.dup2(2, 1)  # from here on, anything printed goes to stderr
     if not modes.for_options(plan.options).loads_privately():
         labelled_output.install()
-        return _run(load, plan, args, execution_input, result_fd)
+        return _run(load, plan, args, result_fd)
 
     def report(error: str, cause: str) -> None:
         _write_result(result_fd, error_object(error, cause))
 
     # Functions in protection domains: a fault kills the process, so run it supervised.
     return fault_reports.supervise(
-        lambda: _run(load, plan, args, execution_input, result_fd), report)
+        lambda: _run(load, plan, args, result_fd), report)
 
 
 def _run(load: Callable[[ActionPlan], Orchestrator], plan: ActionPlan,
-         args: argparse.Namespace, execution_input: Any, result_fd: int) -> int:
+         args: argparse.Namespace, result_fd: int) -> int:
     try:
         orchestrator = load(plan)
     except domains.IsolationUnavailableError as exc:
+        _die(str(exc))
+    # The input is read only now: the sandboxes' zygote, forked while the functions
+    # load, must not carry it (a state may hand a function a part of it only).
+    try:
+        args.input_text, execution_input = read_input(args)
+    except BadInput as exc:
+        orchestrator.close()
         _die(str(exc))
     parallel = PARALLEL_THREADS if args.threads_only else (
         PARALLEL_PROCESSES if args.processes_only else None)
