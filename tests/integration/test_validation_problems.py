@@ -104,6 +104,35 @@ def test_a_file_without_a_handler_says_so_not_add_the_file(app_dir: Path) -> Non
     ]
 
 
+def test_a_handler_its_platform_cannot_call_is_refused_before_it_runs(app_dir: Path
+                                                                      ) -> None:
+    # Lambda calls handler(event, context), OpenWhisk main(params): validate says so
+    # instead of a run failing with TypeError.
+    write_app(app_dir, chain(("A", task("one")), ("B", task("fine")), ("C", task("eager")),
+                             ("D", task("whisk")), ("E", task("waits"))), {
+        "one": "def handler(event):\n    return event\n",
+        "fine": "def handler(event, context=None, *more):\n    return event\n",
+        "eager": "def lambda_handler(event, context, *, token):\n    return event\n",
+        "whisk": "def main(params, extra):\n    return params\n",
+        "waits": "async def handler(event, context):\n    return event\n",
+        "helper": "def main(a, b, c):\n    return a\n"})  # no Task names it: fine
+    done = faastlane("validate", str(app_dir))
+    assert done.code == 1
+    functions = app_dir / "functions"
+    assert sorted(done.stdout.splitlines()[:-1]) == sorted([
+        f"{functions / 'one.py'}: handler() at line 1 takes 1 positional argument; "
+        "Lambda calls it with 2: handler(event, context)",
+        f"{functions / 'eager.py'}: lambda_handler() at line 1 needs keyword-only "
+        "argument token, which Lambda never passes",
+        f"{functions / 'whisk.py'}: main() at line 1 takes 2 positional arguments; "
+        "OpenWhisk calls it with 1: main(params)",
+        f"{functions / 'waits.py'}: handler() at line 1 is 'async def': Lambda's Python "
+        "runtime calls it and does not await it",
+    ]), done.stdout
+    refused = faastlane("run", str(app_dir), "--input", "{}")
+    assert refused.code == 3 and "takes 1 positional argument" in refused.stderr
+
+
 def _composed_then_handler_removed(app: Path, out: Path, workflow: dict,
                                    isolation: str = "none") -> Completed:
     """Compose, delete the handler from the action's copy of the function, run the action

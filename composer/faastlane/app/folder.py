@@ -377,14 +377,50 @@ def _entry_point(source_path: str, shown: str) -> tuple[str, str]:
     """The handler a module defines at top level, without importing it: a ``def`` first
     (``handler = logging.StreamHandler()`` beside ``def lambda_handler`` is not one),
     then a name bound otherwise (``handler = make_handler()``, ``from app import main``)."""
-    bound = _bindings(_parse(source_path, shown))
+    tree = _parse(source_path, shown)
+    bound = _bindings(tree)
     for names in (bound.functions, bound.others):
         found = next(((name, style) for name, style in _ENTRIES if name in names), None)
         if found is not None:
+            if names is bound.functions:
+                _check_arguments(tree, found[0], found[1], shown)
             return found
     hint = (" (it makes names at run time: put it in a folder with a function.json naming"
             " its handler)" if bound.dynamic else "")
     raise _Refused(Problem("", _NO_HANDLER + hint, shown))
+
+
+_PLATFORM_CALLS = {LAMBDA: ("Lambda", "(event, context)", 2),
+                   OPENWHISK: ("OpenWhisk", "(params)", 1)}
+
+
+def _check_arguments(tree: ast.Module, entry: str, style: str, shown: str) -> None:
+    """Refuse a handler its platform cannot call: Lambda passes two positional
+    arguments, OpenWhisk one (the last top-level ``def`` of that name is the one bound)."""
+    defs = [node for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry]
+    if not defs:
+        return  # defined in a nested block: not checked
+    node = defs[-1]
+    platform, call, given = _PLATFORM_CALLS[style]
+    arguments = node.args
+    positional = len(arguments.posonlyargs) + len(arguments.args)
+    required = positional - len(arguments.defaults)
+    kw_required = [a.arg for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults,
+                                         strict=True) if d is None]
+    problem = None
+    if isinstance(node, ast.AsyncFunctionDef):
+        problem = f"is 'async def': {platform}'s Python runtime calls it and does not await it"
+    elif required > given or (positional < given and arguments.vararg is None):
+        problem = (f"takes {required if required > given else positional} positional "
+                   f"argument{'s' if max(required, positional) != 1 else ''}; {platform} "
+                   f"calls it with {given}: {entry}{call}")
+    elif kw_required:
+        problem = (f"needs keyword-only argument{'s' if len(kw_required) > 1 else ''} "
+                   f"{', '.join(kw_required)}, which {platform} never passes")
+    if problem is not None:
+        # No line in the Problem: a helper module nothing names stays unreported.
+        raise _Refused(Problem("", f"{entry}() at line {node.lineno} {problem}", shown))
 
 
 def _discover_functions(root: str, problems: list[Problem],
