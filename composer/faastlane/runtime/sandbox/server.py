@@ -128,8 +128,10 @@ def serve(listener: socket.socket, root: str, spec: FunctionSpec,
                     raise SystemExit(0)
     except SystemExit:
         pass
-    except BaseException:  # noqa: BLE001 - never unwind into the zygote's code
+    except BaseException as exc:  # noqa: BLE001 - never unwind into the zygote's code
         status = 70
+        sys.stderr.write(f"[faastlane] sandbox of {spec.name} failed: "
+                         f"{type(exc).__name__}: {exc}\n")
     finally:
         try:
             sys.stdout.flush()

@@ -116,20 +116,36 @@ def _rebuild(source: str, target: str, relative: str, hidden: set[str],
         binds.append((real, place))
 
 
+def _import_roots() -> set[str]:
+    """The folders the loaded modules were imported from (an editable install's
+    package is found by a finder, not through ``sys.path``)."""
+    roots = set()
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not os.path.isabs(path):
+            continue
+        levels = name.count(".") + (1 if os.path.basename(path).startswith("__init__.") else 0)
+        for _ in range(levels + 1):
+            path = os.path.dirname(path)
+        roots.add(path)
+    return roots
+
+
 def _interpreter_paths(root: str, covered: list[str]) -> list[str]:
     """The interpreter's own folders (its prefixes, the import path) that lie under a
     covered place -- a virtualenv or a checkout under /tmp, say -- to bind back: never a
     covered place itself, the action folder or what holds it (the view shows those)."""
     found = set()
     for path in {sys.prefix, sys.exec_prefix, sys.base_prefix,
-                 os.path.dirname(sys.executable), *sys.path}:
+                 os.path.dirname(sys.executable), *sys.path, *_import_roots()}:
         if not path or not os.path.exists(path):
             continue
-        path = os.path.realpath(path)
-        if path == root or path.startswith(root + "/") or root.startswith(path + "/"):
-            continue
-        if any(path.startswith(place + "/") for place in covered):
-            found.add(path)
+        # As the interpreter names it (a symlink on the way stays) and as it resolves.
+        for form in {os.path.abspath(path), os.path.realpath(path)}:
+            if form == root or form.startswith(root + "/") or root.startswith(form + "/"):
+                continue
+            if any(form.startswith(place + "/") for place in covered):
+                found.add(form)
     kept: list[str] = []
     for path in sorted(found):  # a folder bound back brings what is under it
         if not any(path.startswith(k + "/") for k in kept):

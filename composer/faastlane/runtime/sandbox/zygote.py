@@ -113,9 +113,9 @@ class Zygote:
                 contained = view.contain(self.root, self.specs[f], self.specs)
                 confine.confine(self.memory_mb[f], [listener.fileno()],
                                 None if contained else self.root)
-            except OSError as exc:
+            except Exception as exc:  # noqa: BLE001 - never unwind into the zygote's loop
                 sys.stderr.write(f"[faastlane] sandbox of {self.specs[f].name}: cannot "
-                                 f"confine it: {exc}\n")
+                                 f"confine it: {type(exc).__name__}: {exc}\n")
                 os._exit(71)
             server.serve(listener, self.root, self.specs[f], self.trusted_filters)
         self.children[pid] = (f, k)
