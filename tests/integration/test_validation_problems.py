@@ -133,6 +133,24 @@ def test_a_handler_its_platform_cannot_call_is_refused_before_it_runs(app_dir: P
     assert refused.code == 3 and "takes 1 positional argument" in refused.stderr
 
 
+def test_a_setting_of_the_right_type_but_no_meaning_is_refused_with_what_was_meant(
+        app_dir: Path) -> None:
+    write_app(app_dir, chain(("A", task("greet"))), {"greet": ECHO},
+              settings={"isolation": "proces", "vcpus": 0})
+    done = faastlane("validate", str(app_dir))
+    settings = app_dir / "faastlane.json"
+    assert done.code == 1
+    assert done.stdout.splitlines() == [
+        f"{settings}: /isolation: isolation 'proces' is not a mode; did you mean "
+        "'process'? (one of mpk, process, none)",
+        f"{settings}: /vcpus: vcpus must be at least 1, not 0",
+        f"2 problems in {settings}"]
+    # The suggestion, applied, validates (and runs).
+    settings.write_text(json.dumps({"isolation": "process", "vcpus": 1}))
+    assert faastlane("validate", str(app_dir)).code == 0
+    assert faastlane("run", str(app_dir), "--input", '{"x": 1}').json == {"x": 1}
+
+
 def _composed_then_handler_removed(app: Path, out: Path, workflow: dict,
                                    isolation: str = "none") -> Completed:
     """Compose, delete the handler from the action's copy of the function, run the action

@@ -24,6 +24,7 @@ from typing import Any
 
 from faastlane.errors import AppError
 from faastlane.runtime.engine.functions import LAMBDA, OPENWHISK, FunctionSpec
+from faastlane.runtime.options import ISOLATION_MODES
 from faastlane.validation.problem import Problem, child, did_you_mean, nearest_line
 
 from .relative_opens import relative_opens
@@ -207,9 +208,22 @@ def settings_from(raw: Any, problems: list[Problem]) -> Settings:
         elif not isinstance(value, expected) or isinstance(value, bool):
             problems.append(Problem(child("", key), f"{key} must be a {expected.__name__}",
                                     SETTINGS_FILE))
+        elif (refused := _refused_value(key, value)) is not None:
+            problems.append(Problem(child("", key), refused, SETTINGS_FILE))
         else:
             values[key] = tuple(value) if isinstance(value, list) else value
     return Settings(**values)
+
+
+def _refused_value(key: str, value: Any) -> str | None:
+    """What is wrong with a setting of the right type (None: nothing), as ``run``
+    would refuse it later."""
+    if key == "isolation" and value not in ISOLATION_MODES:
+        return (f"isolation {value!r} is not a mode{did_you_mean(value, ISOLATION_MODES)} "
+                f"(one of {', '.join(ISOLATION_MODES)})")
+    if key == "vcpus" and value < 1:
+        return f"vcpus must be at least 1, not {value}"
+    return None
 
 
 def _configure_functions(functions: dict[str, FunctionSpec],
