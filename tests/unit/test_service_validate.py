@@ -3,6 +3,7 @@ in JSONPath and in JSONata; what cannot run is a problem at its JSON pointer."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -100,3 +101,39 @@ def test_integrations_inside_parallel_and_map_are_checked() -> None:
         "ItemProcessor": {"StartAt": "Notify", "States": {"Notify": bad}}}}}
     assert [p for p, _ in _problems(definition)] == [
         "/States/M/ItemProcessor/States/Notify/Resource"]
+
+
+def _suggested(message: str, resource: str) -> str | None:
+    """The Resource a refusal suggests, or None when it suggests no rewrite."""
+    found = re.search(r"with (arn:aws:states:::aws-sdk:[\w:.-]+)", message)
+    if found:
+        return found.group(1)
+    if "use the request-response form" in message:
+        return resource.removesuffix(".waitForTaskToken")
+    return None
+
+
+@pytest.mark.parametrize("resource", [
+    "arn:aws:states:::sns:publish.waitForTaskToken",
+    "arn:aws:states:::apigateway:invoke.waitForTaskToken",
+    "arn:aws:states:::apigateway:invoke",
+    "arn:aws:states:::ecs:runTask.waitForTaskToken",
+    "arn:aws:states:::batch:submitJob",
+    "arn:aws:states:::glue:fooBar",
+    "arn:aws:states:::dynamodb:query",
+    "arn:aws:states:::http:invoke",
+])
+def test_every_suggestion_applied_validates(resource: str) -> None:
+    # Followed as a user would: each suggested rewrite is applied; the chain ends in a
+    # workflow that validates, or in a refusal that suggests no rewrite.
+    for _ in range(3):
+        problems = [m for p, m in _problems(_task(resource, Parameters={}))
+                    if p == "/States/Call/Resource"]
+        if not problems:
+            return
+        suggestion = _suggested(problems[0], resource)
+        if suggestion is None:
+            assert "a function's code" in problems[0], problems[0]
+            return
+        resource = suggestion
+    raise AssertionError(f"suggestions went round: {resource}")

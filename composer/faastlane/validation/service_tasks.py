@@ -62,6 +62,20 @@ def _camel(snake: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
+def _checked_advice(refusal: UnsupportedIntegration) -> str:
+    """The refusal's words, its AWS SDK suggestion kept only if that action exists
+    (a suggestion must lead to something that validates)."""
+    said = str(refusal)
+    if refusal.instead is None:
+        return said
+    problem = _sdk_problem(parse(refusal.instead))
+    if problem is None:
+        return said
+    head = said[:said.rindex(";")]
+    return (f"{head}; nor is there an AWS SDK action for it ({problem.split(': ', 1)[1]}): "
+            "a function's code can make the call (a Lambda Task)")
+
+
 def integration_problems(resource: str, node: dict[str, Any], where: str,
                          payload_key: str, for_faastlane: bool) -> list[Problem]:
     """Every problem of a Task whose Resource is a service integration. With
@@ -71,7 +85,7 @@ def integration_problems(resource: str, node: dict[str, Any], where: str,
     try:
         integration = parse(resource)
     except UnsupportedIntegration as exc:
-        return [Problem(at, str(exc))] if for_faastlane else []
+        return [Problem(at, _checked_advice(exc))] if for_faastlane else []
     if integration.sdk:
         problem = _sdk_problem(integration)
         return [] if problem is None else [Problem(at, problem)]

@@ -80,7 +80,20 @@ _BOTO3_NAMES = {
 
 
 class UnsupportedIntegration(ValueError):
-    """A service integration Faastlane cannot run, said so that a user can fix it."""
+    """A service integration Faastlane cannot run, said so that a user can fix it.
+    ``instead``: the AWS SDK integration the message suggests, if any (the validator
+    checks that it exists before it lets the suggestion stand)."""
+
+    def __init__(self, message: str, instead: str | None = None) -> None:
+        super().__init__(message)
+        self.instead = instead
+
+
+# Optimised integrations that are no AWS SDK action (an HTTP request of Step Functions'
+# own): no aws-sdk form to suggest.
+_NOT_SDK = {("apigateway", "invoke"): "an HTTP request to an API Gateway endpoint",
+            ("http", "invoke"): "an HTTP request to an HTTPS endpoint",
+            ("eks", "call"): "a call of a Kubernetes API"}
 
 
 @dataclass(frozen=True)
@@ -148,27 +161,35 @@ def parse(resource: str) -> Integration:
         raise UnsupportedIntegration(f"{resource!r} is not a service integration ARN")
     service, action, pattern = found.group("service", "action", "pattern")
     if pattern == WAIT_FOR_TASK_TOKEN:
-        raise UnsupportedIntegration(
-            f"{resource!r}: the callback pattern (.waitForTaskToken) is not supported: "
-            "nothing in a Faastlane action can send the task token back; use the "
-            "request-response form (without .waitForTaskToken)")
+        said = (f"{resource!r}: the callback pattern (.waitForTaskToken) is not "
+                "supported: nothing in a Faastlane action can send the task token back")
+        try:  # suggested only where Faastlane runs it
+            parse(resource.removesuffix("." + WAIT_FOR_TASK_TOKEN))
+        except UnsupportedIntegration as plain:
+            raise UnsupportedIntegration(f"{said}; nor its request-response form: "
+                                         f"{plain}", plain.instead) from None
+        raise UnsupportedIntegration(f"{said}; use the request-response form (without "
+                                     ".waitForTaskToken)")
     if sdk:
         if pattern is not None:
             raise UnsupportedIntegration(
                 f"{resource!r}: AWS SDK integrations have no .{pattern} pattern")
         return Integration(resource, service, action, None, sdk=True)
     actions = OPTIMISED.get(service)
+    instead = f"arn:aws:states:::aws-sdk:{service}:{action}"
     if actions is None:
         known = ", ".join(sorted(OPTIMISED))
-        raise UnsupportedIntegration(
-            f"{resource!r}: Faastlane runs the optimised integrations of {known} and "
-            f"lambda:invoke; call other services with arn:aws:states:::aws-sdk:"
-            f"{service}:{action}")
+        said = (f"{resource!r}: Faastlane runs the optimised integrations of {known} and "
+                "lambda:invoke")
+        what = _NOT_SDK.get((service, action))
+        if what is not None:
+            raise UnsupportedIntegration(f"{said}; {service}:{action} is {what}, which "
+                                         "a function's code can make (a Lambda Task)")
+        raise UnsupportedIntegration(f"{said}; call other services with {instead}", instead)
     if action not in actions:
         raise UnsupportedIntegration(
             f"{resource!r}: the optimised {service} integration has "
-            f"{', '.join(actions)}; call {action} with arn:aws:states:::aws-sdk:"
-            f"{service}:{action}")
+            f"{', '.join(actions)}; call {action} with {instead}", instead)
     if pattern is not None and pattern not in _PATTERNS.get((service, action), ()):
         raise UnsupportedIntegration(
             f"{resource!r}: {service}:{action} has no .{pattern} pattern "
