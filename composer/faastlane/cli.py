@@ -49,6 +49,7 @@ from .cli_options import (
     read_input,
 )
 from .errors import FaastlaneError, InvalidWorkflow
+from .local_action import claim, sweep
 from .local_action import scratch_parent as _scratch_parent
 from .local_action import stop as _stop
 
@@ -166,7 +167,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     text = read_input(args)
     if args.history and not os.path.isdir(os.path.dirname(os.path.abspath(args.history))):
         raise FaastlaneError(f"--history {args.history}: its folder does not exist")
+    sweep(_scratch_parent())
     with tempfile.TemporaryDirectory(prefix="faastlane-run-", dir=_scratch_parent()) as scratch:
+        claim(scratch)
         out = args.keep or os.path.join(scratch, "action")
         composition = prepare(args.app, **planning(args))
         write_action(composition, out)
@@ -174,7 +177,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         with open(input_file, "w", encoding="utf-8") as handle:
             handle.write(text)
         command = [sys.executable, out, "--input-file", input_file,
-                   "--source-root", os.path.abspath(shown_root(args.app))]
+                   "--source-root", os.path.abspath(shown_root(args.app)),
+                   "--parent", str(os.getpid())]
         command += [f"--source-folder={folder}={source}"  # a template's code folders
                     for folder, source in composition.app.code.items()]
         if args.trace:

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from integration.apps import ROOT, faastlane, write_app
 
 ECHO = "def handler(event, context):\n    return event\n"
@@ -154,6 +156,48 @@ def test_sigterm_to_the_cli_stops_every_process_and_removes_its_temporary_folder
     for pid in started:
         assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"process {pid} left"
     assert not [p.name for p in scratch.iterdir() if p.name.startswith("faastlane-run-")]
+
+
+@pytest.mark.parametrize("isolation", ["none", "process"])
+def test_sigkill_to_the_cli_stops_the_run_and_the_next_run_removes_its_folder(
+        app_dir: Path, tmp_path: Path, isolation: str) -> None:
+    # SIGKILL cannot be handled: the run's processes stop by themselves when the CLI is
+    # gone (the kernel's parent-death signal), and its temporary folder, which nothing
+    # could remove then, is removed by the next run -- a folder it did not make is not.
+    sleepy = "import time\n\ndef handler(event, context):\n    time.sleep(120)\n"
+    write_app(app_dir, {"StartAt": "P", "States": {"P": {
+        "Type": "Parallel", "End": True, "Branches": [
+            {"StartAt": n, "States": {n: {"Type": "Task", "Resource": "sleepy", "End": True}}}
+            for n in ("A", "B")]}}}, {"sleepy": sleepy})
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    foreign = scratch / "faastlane-run-not-ours"
+    foreign.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch))
+    cli = subprocess.Popen([sys.executable, "-m", "faastlane", "run", str(app_dir),
+                            "--isolation", isolation], cwd=ROOT, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(_descendants(cli.pid)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)  # the Orchestrator and its branches (or sandboxes)
+    time.sleep(0.5)
+    started = _descendants(cli.pid)
+    assert len(started) >= 3, started
+    left = [p for p in scratch.iterdir() if p.name != foreign.name]
+    assert len(left) == 1, left
+    cli.kill()
+    cli.communicate(timeout=30)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(
+            Path(f"/proc/{pid}").exists() and not _zombie(pid) for pid in started):
+        time.sleep(0.1)
+    assert [pid for pid in started if Path(f"/proc/{pid}").exists() and not _zombie(pid)
+            ] == [], "processes outlived the CLI"
+    assert left[0].exists()  # nothing could remove it: SIGKILL
+    done = faastlane("run", str(_chain_app(tmp_path / "other")), "--input", "{}", env=env)
+    assert done.code == 0, done.stderr
+    assert not left[0].exists()
+    assert foreign.exists()  # not made by a faastlane command: left alone
 
 
 def test_sigterm_to_the_orchestrator_stops_its_workers(app_dir: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from faastlane.app_source import load
 from faastlane.cli_options import planning, project_options
 from faastlane.compose.action import write_action
 from faastlane.errors import FaastlaneError
-from faastlane.local_action import scratch_parent
+from faastlane.local_action import claim, scratch_parent, sweep
 
 from .endpoint import LocalEndpoint
 from .openwhisk_api import PREFIX
@@ -56,9 +56,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise FaastlaneError(f"--port {args.port}: give 0-65535")
     composition = load(args.app, planning(args))
     name = composition.app.name
+    sweep(scratch_parent())
     with tempfile.TemporaryDirectory(prefix="faastlane-serve-", dir=scratch_parent()
                                      ) as scratch, \
             local_resources(args.app, project_options(args), args.create_resources) as env:
+        claim(scratch)
         action = write_action(composition, os.path.join(scratch, "action"))
         try:
             workflow = WarmWorkflow(name, action, env)

@@ -36,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--source-root", metavar="APP",
                         help="the app folder this action was composed from: stack traces "
                              "name its files (faastlane run passes it)")
+    parser.add_argument("--parent", type=int, metavar="PID",
+                        help="the faastlane command that started this run: the run stops, "
+                             "with everything it started, when that process dies")
     parser.add_argument("--source-folder", action="append", default=[],
                         metavar="FOLDER=SOURCE",
                         help="a function folder of the action and the folder it was copied "
@@ -54,6 +57,8 @@ def main(load: Callable[[ActionPlan], Orchestrator], argv: list[str] | None = No
     function's module-level prints cannot mix with the result."""
     shutdown.install()
     args = _parser().parse_args(argv)
+    if args.parent:
+        shutdown.stop_with(args.parent)
     if args.source_root:
         functions.show_sources_from(args.source_root, dict(
             item.split("=", 1) for item in args.source_folder if "=" in item))

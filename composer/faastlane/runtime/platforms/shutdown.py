@@ -91,3 +91,20 @@ def install() -> None:
     """Stop this process and everything it started on SIGTERM, SIGINT and SIGHUP."""
     for signum in SIGNALS:
         signal.signal(signum, _stop)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def stop_with(parent: int) -> None:
+    """Be sent SIGTERM (and so stop everything this process started, as :func:`install`
+    does) when process ``parent`` -- the ``faastlane`` command that started this run --
+    dies, even by SIGKILL; if it is gone already, stop now."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return  # not Linux
+    if os.getppid() != parent:  # it died before the link was made
+        os.kill(os.getpid(), signal.SIGTERM)
