@@ -187,6 +187,22 @@ def test_a_function_calling_sys_exit_fails_its_state(app_dir: Path) -> None:
     assert "exit status 4" in done.json["Cause"]
 
 
+@pytest.mark.parametrize("isolation", ["none", "process"])
+def test_a_function_raising_keyboard_interrupt_fails_its_state_and_catch_applies(
+        app_dir: Path, isolation: str) -> None:
+    # Uncaught, it would end a Lambda runtime (by SIGINT): its Task's Runtime.ExitError,
+    # not the Orchestrator's traceback.
+    write_app(app_dir, chain(("Stop", task("stop", Catch=[{
+        "ErrorEquals": ["Runtime.ExitError"], "ResultPath": "$.err", "Next": "After"}],
+        Next="After")), ("After", {"Type": "Pass", "End": True})),
+        {"stop": "def handler(event, context):\n    raise KeyboardInterrupt\n"})
+    done = faastlane("run", str(app_dir), "--isolation", isolation)
+    assert done.code == 0, done.stderr
+    assert done.json["err"]["Error"] == "Runtime.ExitError"
+    assert "signal: interrupt" in done.json["err"]["Cause"]
+    assert "Traceback" not in done.stderr
+
+
 def test_a_function_that_kills_the_shared_process_is_reported(app_dir: Path) -> None:
     write_app(app_dir, chain(("Die", task("die"))), {"die": """
         import os, signal

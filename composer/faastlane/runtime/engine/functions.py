@@ -158,7 +158,7 @@ class LoadedFunction:
             return self.finish(self.call(event, context))
         except StatesError:
             raise
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code
+        except USER_FAILURES as exc:  # noqa: BLE001 - any failure of user code
             raise failure(self.spec.name, exc, context.aws_request_id) from None
         finally:
             current.view, current.context = outer
@@ -209,6 +209,12 @@ def entry_caller(entry: Callable[..., Any], style: str
     return entry
 
 
+# What function code may raise that its Task reports as the function's failure (as
+# Lambda does), rather than ending the Orchestrator: a handler's SystemExit and
+# KeyboardInterrupt end only its own Lambda runtime.
+USER_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
+
+
 def failure(function: str, exc: BaseException, request_id: str) -> StatesError:
     """The StatesError Step Functions reports when ``exc`` ended a Lambda task: named
     after the exception class (Lambda's ``errorType``), Lambda's error document as cause."""
@@ -222,6 +228,10 @@ def failure(function: str, exc: BaseException, request_id: str) -> StatesError:
         # What Lambda's runtime reports for a handler that exits the process.
         return lambda_error(EXIT_ERROR, f"RequestId: {request_id} Error: Runtime exited "
                                         f"with error: exit status {exc.code}", request_id)
+    if isinstance(exc, KeyboardInterrupt):
+        # Uncaught, it ends a Python process by SIGINT: so Lambda reports the runtime.
+        return lambda_error(EXIT_ERROR, f"RequestId: {request_id} Error: Runtime exited "
+                                        "with error: signal: interrupt", request_id)
     # The stack from the function's entry point down: the runtime's frames are dropped.
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not f.filename.startswith(_RUNTIME_DIR)]

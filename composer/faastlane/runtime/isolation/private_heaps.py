@@ -56,6 +56,7 @@ from ..asl.errors import StatesError
 from ..asl.jsonvalue import detach, lambda_default
 from ..engine import fault_reports, lambda_env
 from ..engine.functions import (
+    USER_FAILURES,
     FunctionSpec,
     call_entry,
     environment_of,
@@ -301,7 +302,7 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
     except guard.SharedWriteError as exc:
         # Shared code, or the runtime's state, written by function code: refused.
         raise IsolationError(fn.spec.name, str(exc)) from None
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of user code
+    except USER_FAILURES as exc:  # noqa: BLE001 - any failure of user code
         raise call_shared(_failure, fn.spec.name, exc, context.aws_request_id) from None
     finally:
         lambda_env.CURRENT.context = None  # no private object left in the thread's state
