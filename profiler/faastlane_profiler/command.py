@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -144,6 +145,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
         print(json.dumps(dict(profile, target=key, cached=from_cache), indent=2))
     else:
         print(describe(key, profile, from_cache))
+    if profile.get("busy"):
+        sys.stderr.write(f"faastlane: warning: the machine was busy while profiling "
+                         f"({profile['busy']}): the vCPUs inferred may be too few; not "
+                         f"cached -- profile again when it is quiet\n")
     return 0
 
 

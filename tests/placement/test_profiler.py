@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,20 +92,44 @@ def test_cache_keeps_a_profile_until_it_is_stale(tmp_path: Path) -> None:
 
     clock = [1000.0]
     first, hit = cache.cached("local@default", measure, max_age=60, path=path,
-                              now=lambda: clock[0])
+                              now=lambda: clock[0], quiet=lambda: None)
     assert (first["vcpus"], hit) == (1, False)
     clock[0] += 30
     again, hit = cache.cached("local@default", measure, max_age=60, path=path,
-                              now=lambda: clock[0])
+                              now=lambda: clock[0], quiet=lambda: None)
     assert (again["vcpus"], hit) == (1, True)
     clock[0] += 31  # a day in the real setting: re-measured
     stale, hit = cache.cached("local@default", measure, max_age=60, path=path,
-                              now=lambda: clock[0])
+                              now=lambda: clock[0], quiet=lambda: None)
     assert (stale["vcpus"], hit) == (2, False)
     other, hit = cache.cached("lambda/x@1769", measure, max_age=60, path=path,
-                              now=lambda: clock[0])
+                              now=lambda: clock[0], quiet=lambda: None)
     assert (other["vcpus"], hit) == (3, False)
     assert set(json.loads(Path(path).read_text())) == {"local@default", "lambda/x@1769"}
+
+
+def test_a_profile_measured_on_a_busy_machine_is_said_and_not_cached(tmp_path: Path
+                                                                     ) -> None:
+    path = str(tmp_path / "profiles.json")
+    profile, hit = cache.cached("local@default", lambda: {"vcpus": 1}, path=path,
+                                quiet=lambda: "other work took 90% of the CPUs' time")
+    assert (profile["vcpus"], profile["busy"], hit) == (
+        1, "other work took 90% of the CPUs' time", False)
+    assert not Path(path).exists()  # never kept as the truth for a day
+
+
+def test_a_busy_machine_is_seen_by_its_cpu_time(tmp_path: Path) -> None:
+    # Two spinning processes on this machine's CPUs (at most two are looked at).
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(min(2, len(os.sched_getaffinity(0))))]
+    try:
+        time.sleep(0.2)
+        said = cache.busy(0.5)
+    finally:
+        for process in spin:
+            process.kill()
+            process.wait()
+    assert said is not None and "of the CPUs' time" in said, said
 
 
 def profile_cli(tmp_path: Path, *args: str) -> dict[str, Any]:
@@ -119,7 +146,8 @@ def test_profile_here_prints_mpk_support_and_vcpus(tmp_path: Path) -> None:
     assert set(profile["scaling"]["throughput"]) == {"1", "2", "3"}
     assert 1 <= profile["vcpus"] <= 3
     assert profile["cpus"]["affinity"] == len(os.sched_getaffinity(0))
-    assert profile_cli(tmp_path)["cached"] is True
+    # Kept unless it was measured on a busy machine (then said so, and measured again).
+    assert profile_cli(tmp_path)["cached"] is ("busy" not in profile), profile.get("busy")
     text = faastlane("profile", env=dict(os.environ, FAASTLANE_CACHE=str(tmp_path / "cache")))
     assert "MPK: " in text.stdout and "inferred vCPUs: " in text.stdout
 
