@@ -115,3 +115,21 @@ def test_inspect_of_a_missing_path_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip() == f"faastlane: error: {tmp_path / 'nowhere'}: no such file " \
                                   "or folder"
+
+
+def test_inspect_of_an_app_says_it_did_not_scan_its_requirements(tmp_path: Path) -> None:
+    # The packages an app's requirements list are vendored only by `package` (which
+    # scans what it ships): "0 ELF files" must not read as clean.
+    app = tmp_path / "app"
+    (app / "functions" / "resize").mkdir(parents=True)
+    (app / "workflow.json").write_text(json.dumps(WORKFLOW))
+    (app / "functions" / "resize" / "lambda_function.py").write_text(HANDLER)
+    (app / "functions" / "resize" / "requirements.txt").write_text("numpy\n")
+    done = faastlane("inspect", str(app))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith(
+        f"not scanned: the packages that {app / 'functions' / 'resize' / 'requirements.txt'}")
+    listed = json.loads(faastlane("inspect", str(app), "--json").stdout)["not_scanned"]
+    assert listed == [str(app / "functions" / "resize" / "requirements.txt")]
+    (app / "functions" / "resize" / "requirements.txt").unlink()
+    assert "not scanned" not in faastlane("inspect", str(app)).stdout

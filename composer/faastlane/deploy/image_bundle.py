@@ -24,6 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from faastlane.app.requirements import requirement_files
 from faastlane.compose.action import prepare, write_action
 from faastlane.compose.plan import DEPLOY_TARGET
 from faastlane.inspector.report import Report
@@ -43,7 +44,7 @@ from .images import (
     resolve_base,
     runtime_image,
 )
-from .vendoring import imports_aws_sdk, requirement_files, vendor, vendor_app
+from .vendoring import imports_aws_sdk, vendor, vendor_app
 
 LAMBDA_TASK_ROOT = "/var/task"
 

@@ -27,10 +27,10 @@ from collections.abc import Iterable
 
 from faastlane import cache, progress
 from faastlane.app.folder import FUNCTIONS_DIR
+from faastlane.app.requirements import requirement_files
 
 from .errors import VendoringFailed
 
-REQUIREMENTS = "requirements.txt"
 # The Linux wheels both platforms' x86_64 hosts load.
 WHEEL_PLATFORM = "manylinux2014_x86_64"
 
@@ -40,24 +40,6 @@ AWS_SDK = "boto3"
 # asks for them: other packages may need versions the runtime's copy does not have.
 RUNTIME_SDK_PACKAGES = frozenset({"boto3", "botocore", "s3transfer", "jmespath"})
 _SDK_MODULES = frozenset({"boto3", "botocore"})
-
-
-def requirement_files(app_root: str, code_dirs: Iterable[str] = ()) -> list[str]:
-    """The app's requirements files, the app-wide one first, then per function by name;
-    for a template, those of its functions' code folders (``code_dirs``: App.code)."""
-    found = []
-    top = os.path.join(app_root, REQUIREMENTS)
-    if os.path.isfile(top):
-        found.append(top)
-    functions = os.path.join(app_root, FUNCTIONS_DIR)
-    folders = list(code_dirs) or ([os.path.join(functions, name)
-                                   for name in sorted(os.listdir(functions))]
-                                  if os.path.isdir(functions) else [])
-    for folder in folders:
-        candidate = os.path.join(folder, REQUIREMENTS)
-        if os.path.isfile(candidate) and candidate not in found:
-            found.append(candidate)
-    return found
 
 
 def _this_python() -> str:
