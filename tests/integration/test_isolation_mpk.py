@@ -459,3 +459,33 @@ def test_a_librarys_choice_made_on_first_use_is_made_before_it_is_frozen(tmp_pat
                     {"First": FIRST_REQUEST})
     code, output, err = run(app)
     assert (code, output) == (0, True), err
+
+
+TEMPFILES = """
+import tempfile
+
+def handler(event, context):
+    with tempfile.TemporaryFile() as scratch:
+        scratch.write(b"spool")
+    with tempfile.NamedTemporaryFile() as named:
+        name = named.name
+    return {"made": True, "named": bool(name)}
+"""
+
+
+@pytest.mark.parametrize("placement", [(), ("--processes-only",)])
+def test_functions_that_use_tempfile_run_under_mpk(tmp_path: Path,
+                                                   placement: tuple[str, ...]) -> None:
+    # tempfile makes its name sequence and its random generator on first use (the
+    # generator again in every forked process): made by the runtime outside the domains,
+    # not left by a function's call in shared state (was Faastlane.IsolationError).
+    app = write_app(tmp_path / "app", {"StartAt": "M", "States": {"M": {
+        "Type": "Map", "ItemsPath": "$.items", "End": True, "ItemProcessor": {
+            "StartAt": "T", "States": {"T": {"Type": "Task", "Resource": "first",
+                                              "Next": "U"},
+                                       "U": {"Type": "Task", "Resource": "second",
+                                             "End": True}}}}}},
+        {"first": TEMPFILES, "second": TEMPFILES})
+    code, out, err = run(app, *placement, payload={"items": [1, 2, 3]})
+    assert code == 0, err
+    assert out == [{"made": True, "named": True}] * 3

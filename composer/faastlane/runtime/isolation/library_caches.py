@@ -57,9 +57,14 @@ LAZY_GLOBALS: dict[str, tuple[tuple[str, tuple[object, ...]], ...]] = {
     "urllib.parse": (("_splittype", ("http://h/p",)), ("_splithost", ("//h:1/p",)),
                      ("_splitport", ("h:1",)), ("unquote_to_bytes", ("%41",))),
     "base64": (("a85encode", (b"x",)), ("b85encode", (b"x",)), ("b85decode", (b"00",))),
-    "tempfile": (("gettempdir", ()), ("_get_candidate_names", ())),
+    # mktemp draws a name: the name sequence's random generator is made (per process).
+    "tempfile": (("gettempdir", ()), ("_get_candidate_names", ()), ("mktemp", ())),
     "mimetypes": (("guess_type", ("x.txt",)),),
 }
+# Of those, the modules whose lazy state is per process (tempfile's generator is made
+# again in a forked child on first use): warmed again in every forked child, as it
+# starts, outside every domain -- a pool worker's job would otherwise make it in its own.
+PER_PROCESS = ("tempfile",)
 # Module -> (global, factory in the module): a default the module makes on first use and
 # keeps, holding configuration only (urlopen()'s opener: its handlers and the proxies
 # read from the environment). Made here, shared, as the module would make it.
@@ -102,6 +107,9 @@ def memos_per_function() -> None:
 def warm_lazy_globals() -> None:
     """Fill the lazily made globals of the LAZY_GLOBALS, LAZY_DEFAULTS and LAZY_CHOICES
     modules loaded so far (once each)."""
+    if "at-fork" not in _done:
+        _done.add("at-fork")
+        os.register_at_fork(after_in_child=_warm_per_process)
     for module_name in (*LAZY_GLOBALS, *LAZY_DEFAULTS):
         module = sys.modules.get(module_name)
         if module is None or module_name in _done:
@@ -118,6 +126,14 @@ def warm_lazy_globals() -> None:
         if module is not None and module_name not in _done:
             _done.add(module_name)
             _wait_once(getattr(module, wait))
+
+
+def _warm_per_process() -> None:
+    for module_name in PER_PROCESS:
+        module = sys.modules.get(module_name)
+        if module is not None and module_name in _done:
+            for function, args in LAZY_GLOBALS[module_name]:
+                getattr(module, function)(*args)
 
 
 def _wait_once(wait: Callable[..., Any]) -> None:
