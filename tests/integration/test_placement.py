@@ -70,7 +70,9 @@ def test_map_iterations_share_at_most_vcpus_processes(app_dir: Path) -> None:
                      json.dumps({"items": list(range(7))}))
     assert done.code == 0, done.stderr
     assert len(done.json) == 7
-    assert len({r["pid"] for r in done.json}) == 2
+    # At most one sandbox per vCPU (a second only when two jobs overlap, which a loaded
+    # machine may not let them do).
+    assert 1 <= len({r["pid"] for r in done.json}) <= 2
 
 
 def test_a_killed_branch_is_an_error_not_a_hang(app_dir: Path) -> None:
