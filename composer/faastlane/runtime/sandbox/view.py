@@ -160,7 +160,13 @@ def contain(root: str, spec: FunctionSpec, specs: Iterable[FunctionSpec]) -> boo
     root = os.path.realpath(root)
     if not _unshare():
         return False
-    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    try:
+        _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    except OSError:
+        # "/" is no mount point (a chroot, as a bullseye root for the custom runtime's
+        # test): mounts made now could propagate back, so none is made -- the namespace
+        # stays the Orchestrator's view, as where none can be made at all.
+        return False
     temporary = [(place, size) for place, size in
                  ((TMP, TMP_SIZE_MB), (VAR_TMP, TMP_SIZE_MB), (SHM, SHM_SIZE_MB))
                  if os.path.isdir(place)]  # /dev/shm: POSIX shared memory, semaphores
