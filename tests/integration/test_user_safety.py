@@ -130,13 +130,18 @@ def _descendants(pid: int) -> list[int]:
     return descendants(pid)
 
 
-def test_sigterm_to_the_cli_stops_every_process_and_removes_its_temporary_folder(
-        app_dir: Path, tmp_path: Path) -> None:
+def _sleepy_branches(app: Path) -> Path:
+    """Two Parallel branches whose function sleeps two minutes."""
     sleepy = "import time\n\ndef handler(event, context):\n    time.sleep(120)\n"
-    write_app(app_dir, {"StartAt": "P", "States": {"P": {
+    return write_app(app, {"StartAt": "P", "States": {"P": {
         "Type": "Parallel", "End": True, "Branches": [
             {"StartAt": n, "States": {n: {"Type": "Task", "Resource": "sleepy", "End": True}}}
             for n in ("A", "B")]}}}, {"sleepy": sleepy})
+
+
+def test_sigterm_to_the_cli_stops_every_process_and_removes_its_temporary_folder(
+        app_dir: Path, tmp_path: Path) -> None:
+    _sleepy_branches(app_dir)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     env = dict(os.environ, TMPDIR=str(scratch))
@@ -164,11 +169,7 @@ def test_sigkill_to_the_cli_stops_the_run_and_the_next_run_removes_its_folder(
     # SIGKILL cannot be handled: the run's processes stop by themselves when the CLI is
     # gone (the kernel's parent-death signal), and its temporary folder, which nothing
     # could remove then, is removed by the next run -- a folder it did not make is not.
-    sleepy = "import time\n\ndef handler(event, context):\n    time.sleep(120)\n"
-    write_app(app_dir, {"StartAt": "P", "States": {"P": {
-        "Type": "Parallel", "End": True, "Branches": [
-            {"StartAt": n, "States": {n: {"Type": "Task", "Resource": "sleepy", "End": True}}}
-            for n in ("A", "B")]}}}, {"sleepy": sleepy})
+    _sleepy_branches(app_dir)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     foreign = scratch / "faastlane-run-not-ours"

@@ -43,17 +43,17 @@ def _operations(service: str) -> frozenset[str] | None:
 
 
 def _sdk_problem(integration: Integration) -> str | None:
+    """What is wrong with an AWS SDK integration (None: nothing, or botocore absent),
+    without the resource: its callers say which."""
     if _botocore_session() is None:
         return None
     operations = _operations(integration.boto3_service)
-    resource = integration.resource
     if operations is None:
-        return (f"{resource!r}: the AWS SDK has no service {integration.service!r} "
-                "(name it as the AWS SDK for Java v2 does, e.g. s3, dynamodb, sfn, "
-                "eventbridge)")
+        return (f"the AWS SDK has no service {integration.service!r} (name it as the AWS "
+                "SDK for Java v2 does, e.g. s3, dynamodb, sfn, eventbridge)")
     if integration.operation not in operations:
         hint = did_you_mean(integration.action, sorted(_camel(op) for op in operations))
-        return f"{resource!r}: {integration.service} has no action {integration.action!r}{hint}"
+        return f"{integration.service} has no action {integration.action!r}{hint}"
     return None
 
 
@@ -65,15 +65,13 @@ def _camel(snake: str) -> str:
 def _checked_advice(refusal: UnsupportedIntegration) -> str:
     """The refusal's words, its AWS SDK suggestion kept only if that action exists
     (a suggestion must lead to something that validates)."""
-    said = str(refusal)
     if refusal.instead is None:
-        return said
+        return str(refusal)
     problem = _sdk_problem(parse(refusal.instead))
     if problem is None:
-        return said
-    head = said[:said.rindex(";")]
-    return (f"{head}; nor is there an AWS SDK action for it ({problem.split(': ', 1)[1]}): "
-            "a function's code can make the call (a Lambda Task)")
+        return str(refusal)
+    return (f"{refusal.reason}; nor is there an AWS SDK action for it ({problem}): a "
+            "function's code can make the call (a Lambda Task)")
 
 
 def integration_problems(resource: str, node: dict[str, Any], where: str,
@@ -88,7 +86,7 @@ def integration_problems(resource: str, node: dict[str, Any], where: str,
         return [Problem(at, _checked_advice(exc))] if for_faastlane else []
     if integration.sdk:
         problem = _sdk_problem(integration)
-        return [] if problem is None else [Problem(at, problem)]
+        return [] if problem is None else [Problem(at, f"{resource!r}: {problem}")]
     label = f"{integration.service}:{integration.action}"
     return [Problem(child(where, payload_key, key),
                     f"the field {key.removesuffix('.$')!r} is not supported by Step "

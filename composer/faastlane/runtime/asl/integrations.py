@@ -81,11 +81,12 @@ _BOTO3_NAMES = {
 
 class UnsupportedIntegration(ValueError):
     """A service integration Faastlane cannot run, said so that a user can fix it.
-    ``instead``: the AWS SDK integration the message suggests, if any (the validator
-    checks that it exists before it lets the suggestion stand)."""
+    ``instead``: the AWS SDK integration the message suggests, if any, after ``reason``
+    (the validator checks that it exists before it lets the suggestion stand)."""
 
-    def __init__(self, message: str, instead: str | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, reason: str, instead: str | None = None) -> None:
+        super().__init__(reason if instead is None else f"{reason}; call it with {instead}")
+        self.reason = reason
         self.instead = instead
 
 
@@ -185,11 +186,11 @@ def parse(resource: str) -> Integration:
         if what is not None:
             raise UnsupportedIntegration(f"{said}; {service}:{action} is {what}, which "
                                          "a function's code can make (a Lambda Task)")
-        raise UnsupportedIntegration(f"{said}; call other services with {instead}", instead)
+        raise UnsupportedIntegration(said, instead)
     if action not in actions:
         raise UnsupportedIntegration(
             f"{resource!r}: the optimised {service} integration has "
-            f"{', '.join(actions)}; call {action} with {instead}", instead)
+            f"{', '.join(actions)}", instead)
     if pattern is not None and pattern not in _PATTERNS.get((service, action), ()):
         raise UnsupportedIntegration(
             f"{resource!r}: {service}:{action} has no .{pattern} pattern "
