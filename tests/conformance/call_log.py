@@ -40,16 +40,24 @@ def _serve(listener: socket.socket) -> None:
     while True:
         connection, _ = listener.accept()
         with connection:
-            request = b""
-            while not request.endswith(b"\n"):
-                chunk = connection.recv(4096)
-                if not chunk:
-                    break
-                request += chunk
-            op, _, key = request.decode().strip().partition(" ")
-            with _lock:
-                calls = _calls.setdefault(key, [])
-                if op == "append":
-                    calls.append(time.time())
-                answer = json.dumps(calls)
-            connection.sendall(answer.encode())
+            connection.settimeout(10)
+            try:
+                _answer(connection)
+            except OSError:
+                pass  # a caller that gave up (or a stranger probing @faastlane-* sockets)
+
+
+def _answer(connection: socket.socket) -> None:
+    request = b""
+    while not request.endswith(b"\n"):
+        chunk = connection.recv(4096)
+        if not chunk:
+            break
+        request += chunk
+    op, _, key = request.decode(errors="replace").strip().partition(" ")
+    with _lock:
+        calls = _calls.setdefault(key, [])
+        if op == "append":
+            calls.append(time.time())
+        answer = json.dumps(calls)
+    connection.sendall(answer.encode())
