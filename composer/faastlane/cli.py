@@ -33,6 +33,7 @@ from faastlane.graph.commands import COMMANDS as GRAPH_COMMANDS
 from faastlane.graph.commands import register as register_graph
 from faastlane.inspector.commands import COMMANDS as INSPECT_COMMANDS
 from faastlane.inspector.commands import register as register_inspect
+from faastlane.runtime.engine import flight
 from faastlane.runtime.run_options import add_input, add_recording
 from faastlane.scaffold.commands import COMMANDS as INIT_COMMANDS
 from faastlane.scaffold.commands import register as register_init
@@ -176,9 +177,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         input_file = os.path.join(scratch, "input.json")
         with open(input_file, "w", encoding="utf-8") as handle:
             handle.write(text)
+        flight_file = os.path.join(scratch, "flight")
+        flight.prepare(flight_file)
         command = [sys.executable, out, "--input-file", input_file,
                    "--source-root", os.path.abspath(shown_root(args.app)),
-                   "--parent", str(os.getpid())]
+                   "--parent", str(os.getpid()), "--flight", flight_file]
         command += [f"--source-folder={folder}={source}"  # a template's code folders
                     for folder, source in composition.app.code.items()]
         if args.trace:
@@ -195,13 +198,16 @@ def cmd_run(args: argparse.Namespace) -> int:
                 sys.stderr.write(f"faastlane: isolation {isolation['mode']}: "
                                  f"{isolation['reason']}\n")
             code = _run_action(command, env)
-    if code in (0, 1, 2):
-        return code
-    # The Orchestrator itself died (a function crashed the shared process, say): report
-    # it as a failed execution, as Lambda reports a runtime that exited.
-    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-    print(json.dumps({"Error": "Runtime.ExitError",
-                      "Cause": f"the Orchestrator process exited with {how}"}))
+            if code in (0, 1, 2):
+                return code
+            # The Orchestrator itself died (a function crashed the shared process, say):
+            # a failed execution, as Lambda reports a runtime that exited, naming what
+            # was running.
+            how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+            cause = f"the Orchestrator process exited with {how}" + flight.while_running(
+                flight_file)
+    print(json.dumps({"Error": "Runtime.ExitError", "Cause": cause}))
+    sys.stderr.write(f"faastlane: the execution failed: Runtime.ExitError: {cause}\n")
     return 1
 
 

@@ -299,7 +299,7 @@ def handler(event, context):
 
 
 @pytest.mark.parametrize(("how", "error", "said"), [
-    ("kill", "Runtime.ExitError", "signal: kill (9)"),
+    ("kill", "Runtime.ExitError", "signal: killed"),
     ("exit", "Runtime.ExitError", "exit status 3"),
     ("memory", "Runtime.OutOfMemory", "Runtime exited with error"),
     ("hang", "Sandbox.Timedout", "Task timed out after 2.00 seconds"),

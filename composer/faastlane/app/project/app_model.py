@@ -84,6 +84,7 @@ def app_from_project(project: Project) -> App:
         problems.append(project.template.place("", "no state machine definition was read"))
     warnings = relative_opens(project.root, {name: _source_spec(project.root, f)
                                              for name, f in project.functions.items()})
+    warnings += [warning for f in project.functions.values() for warning in f.warnings]
     code = {f"{FUNCTIONS_DIR}/{name}": f.code_dir for name, f in project.functions.items()}
     app = App(project.root, settings.name or project.name, text, functions, settings,
               problems, dict(project.unusable), warnings, origin, code)

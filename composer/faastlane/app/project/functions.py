@@ -9,7 +9,9 @@ an error of the template: it is reported where a Task names it, as in an app fol
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+import sys
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from faastlane.app.folder import function_setting_problem, handler_problem
@@ -51,6 +53,8 @@ class TemplateFunction:
     environment: dict[str, str]
     timeout: float | None
     memory: int | None
+    # What works where the function's Runtime is but not on this Python (a warning each).
+    warnings: tuple[Problem, ...] = ()
 
 
 class _Unusable(Exception):
@@ -114,7 +118,17 @@ def read_function(reader: TemplateReader, resource: Resource, name: str,
         if not os.path.isfile(os.path.join(code_dir, module_file)):
             raise _Unusable(resource.at("Handler"), f"Handler {handler}: no {shown}")
         found = handler_problem(os.path.join(code_dir, module_file), shown, entry)
-        if found is not None:
+        warnings: tuple[Problem, ...] = ()
+        newer = _newer_than_this_python(runtime)
+        if found is not None and found.line is not None and newer is not None:
+            # Syntax of the Python it declares (3.12's f-strings, say), not of this one.
+            warnings = (replace(found, message=(
+                f"{found.message} on this Python ({_this_python()}), which is older than "
+                f"the function's Runtime {runtime}: it is kept, as its code may use "
+                f"{runtime}'s syntax, which Lambda runs; run faastlane on Python {newer} "
+                "or newer to run it locally (here its Tasks fail with "
+                "Runtime.UserCodeSyntaxError)")),)
+        elif found is not None:
             if found.line is not None:
                 return None, found  # a syntax error, in its own file
             raise _Unusable(resource.at("Handler"), f"Handler {handler}: {shown} {found.message}")
@@ -145,4 +159,20 @@ def read_function(reader: TemplateReader, resource: Resource, name: str,
             if exc.where.startswith("/Globals/") else ""
         return None, reader.at.place(exc.where, str(exc) + inherited)
     return TemplateFunction(resource.logical_id, name, code_dir, module_file, entry,
-                            environment, settings.get("timeout"), settings.get("memory")), None
+                            environment, settings.get("timeout"), settings.get("memory"),
+                            warnings), None
+
+
+def _this_python() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _newer_than_this_python(runtime: Any) -> str | None:
+    """``3.12`` when ``runtime`` (``python3.12``) is a newer Python than this one."""
+    if not isinstance(runtime, str):
+        return None
+    match = re.fullmatch(r"python(\d+)\.(\d+)", runtime)
+    if match is None:
+        return None
+    declared = (int(match.group(1)), int(match.group(2)))
+    return f"{declared[0]}.{declared[1]}" if declared > sys.version_info[:2] else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import functools
+import math
 import os
 import threading
 import time
@@ -26,7 +27,7 @@ from ..asl.jsonvalue import detach
 from ..asl.model import PROCESS, THREAD
 from ..asl.variables import Variables
 from ..options import PARALLEL_THREADS, Options
-from . import history, lambda_env, modes, trace
+from . import flight, history, lambda_env, modes, trace
 from .forking import Outcome, run_forked
 from .functions import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -306,12 +307,20 @@ class Execution:
 
     def _call_on_thread(self, state_name: str, loaded: Invocable, event: Any,
                         limit: float | None, timeout_seconds: float) -> Any:
-        def body() -> tuple[Any, StatesError | None]:
-            return timed_invoke(state_name, loaded, event, abs(timeout_seconds), THREAD)
+        deadline = None if limit is None else time.monotonic() + limit
+
+        def body() -> tuple[Any, StatesError | None, float]:
+            result, error = timed_invoke(state_name, loaded, event, abs(timeout_seconds),
+                                         THREAD)
+            return result, error, time.monotonic()
 
         try:
-            result, error = POOL.run(loaded.spec.name, body, limit)
+            result, error, ended = POOL.run(loaded.spec.name, body, limit)
         except WorkerTimeout:
+            ended = math.inf
+        # Returned past the Task's deadline: timed out, however late a busy machine woke
+        # this waiter.
+        if deadline is not None and ended > deadline:
             self.check_deadline()
             raise timeout_error(state_name, timeout_seconds) from None
         if error is not None:
@@ -342,8 +351,12 @@ class Execution:
                          limit: float | None, timeout_seconds: float) -> Any:
         sandboxes = self.functions.sandboxes
         assert sandboxes is not None
+        # The deadline is the Task's, from now, whatever the sandbox's queue: the
+        # sandbox says when its function returned past it (CLOCK_MONOTONIC is the
+        # machine's, the same in every process).
         request = {"state": state_name, "event": event, "timeout": abs(timeout_seconds),
-                   "trace": trace.enabled, "env": self.activation_env}
+                   "trace": trace.enabled, "env": self.activation_env,
+                   "deadline": None if limit is None else time.monotonic() + limit}
         try:
             reply = sandboxes.call(spec.name, request, limit)
         except CallTimedOut:
@@ -471,9 +484,13 @@ class RelayWatch:
             return self._ticket
 
     def finished(self, ticket: int) -> bool:
-        """False when the waiter gave up on invocation ``ticket`` already."""
+        """False when the waiter gave up on invocation ``ticket`` already, or would have:
+        an invocation that returned past its deadline timed out, however late a busy
+        machine woke the waiter (which then ends the relay with the timeout)."""
         with self._lock:
             if self.abandoned or ticket != self._ticket:
+                return False
+            if self.deadline is not None and time.monotonic() > self.deadline:
                 return False
             self.deadline = None
             return True
@@ -533,12 +550,14 @@ def timed_invoke(state_name: str, loaded: Invocable, event: Any,
     # What this thread runs, for its output's label (functions.current_function).
     current = lambda_env.CURRENT
     current.label = function if state_name == function else f"{state_name}/{function}"
+    flight.running(state_name, function)
     try:
         result = loaded.invoke(event, timeout_seconds)
     except StatesError as exc:
         error = exc
     finally:
         current.label = None
+        flight.finished()
     if traced:
         compute = time.perf_counter() - began
         trace.record(state=state_name, type="Function", function=loaded.spec.name,

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..asl.errors import RUNTIME, TIMEOUT, StatesError, unexpected_cause
 from . import fault_reports, handoff_scope, trace
-from .functions import EXIT_ERROR
+from .functions import EXIT_ERROR, exit_words
 
 _CHUNK = 1 << 20
 
@@ -93,13 +93,6 @@ def job_message(index: int, job: Callable[[], Any]) -> dict[str, Any]:
         return {"i": index, "error": EXIT_ERROR, "cause": f"{type(exc).__name__}: {exc}"}
 
 
-def _describe_exit(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        return f"signal: {signal.Signals(sig).name.lower().removeprefix('sig')} ({sig})"
-    return f"exit status {os.WEXITSTATUS(status)}"
-
-
 def died(job: str, pid: int, status: int) -> StatesError:
     """The error of ``job``, whose process ``pid`` died without its result."""
     if os.WIFSIGNALED(status) and fault_reports.read_fault() is not None:
@@ -107,7 +100,7 @@ def died(job: str, pid: int, status: int) -> StatesError:
         name, cause = fault_reports.died_of(os.WTERMSIG(status))
         return StatesError(name, f"{job}: {cause}")
     return StatesError(EXIT_ERROR, f"{job}: process {pid} exited without a result "
-                                   f"({_describe_exit(status)})")
+                                   f"({exit_words(status)})")
 
 
 def run_forked(work: Sequence[Callable[[], Any]], max_workers: int, *,

@@ -11,7 +11,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import sys
+import threading
 import traceback
 import uuid
 from collections.abc import Callable
@@ -21,7 +23,7 @@ from typing import Any, Protocol
 
 from ..asl.errors import RUNTIME, StatesError
 from ..asl.jsonvalue import NotJSONSerializable, detach
-from . import lambda_env, own_modules
+from . import flight, lambda_env, own_modules
 from .lambda_context import LambdaContext
 
 LAMBDA = "lambda"
@@ -36,6 +38,8 @@ TIMED_OUT = "Sandbox.Timedout"
 # slow machine (ml-predict's Predict, the sentiment scorers under QEMU, ...).
 DEFAULT_TIMEOUT_SECONDS = 60.0
 HANDLER_NOT_FOUND = "Runtime.HandlerNotFound"
+IMPORT_MODULE_ERROR = "Runtime.ImportModuleError"
+SYNTAX_ERROR = "Runtime.UserCodeSyntaxError"
 MARSHAL_ERROR = "Runtime.MarshalError"
 # The runtime package (this file is in its engine/): its frames are left out of stack traces.
 _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -137,7 +141,7 @@ class LoadedFunction:
         self.finish = finish
         entry = getattr(module, spec.entry, None)
         if not callable(entry):
-            raise StatesError(HANDLER_NOT_FOUND, handler_not_found(spec))
+            raise init_failure(HANDLER_NOT_FOUND, handler_not_found(spec))
         self.entry: Callable[..., Any] = entry
         # How the platform calls it, fixed now: a Lambda handler is called as it is.
         self.call = entry_caller(entry, spec.style)
@@ -173,25 +177,74 @@ def timed_out(seconds: float, request_id: str | None = None) -> StatesError:
                                               "errorMessage": message}))
 
 
-def handler_not_found(spec: FunctionSpec) -> str:
-    """Lambda's words (awslambdaric) for a module without the handler it was given:
-    the module as the handler string names it (``lambda_function``, ``pkg.mod``)."""
+def handler_module(spec: FunctionSpec) -> str:
+    """The module as the function's handler string names it (``lambda_function``,
+    ``pkg.mod``): the name Lambda's messages use."""
     module = os.path.splitext(os.path.relpath(spec.module_file, spec.search_path))[0]
-    return f"Handler '{spec.entry}' missing on module '{module.replace(os.sep, '.')}'"
+    return module.replace(os.sep, ".")
 
 
-class MissingHandler:
-    """A function whose module has no such handler (deleted after compose, say): every
-    invocation fails as on Lambda, with ``Runtime.HandlerNotFound`` -- the module's
-    set-up has run, as Lambda's init does."""
+def handler_not_found(spec: FunctionSpec) -> str:
+    """Lambda's words (awslambdaric) for a module without the handler it was given."""
+    return f"Handler '{spec.entry}' missing on module '{handler_module(spec)}'"
 
-    def __init__(self, spec: FunctionSpec) -> None:
+
+class InitError(StatesError):
+    """A function's init failed: its module raised while it was imported, or has no
+    such handler. The error and cause are Lambda's (:func:`init_failure`)."""
+
+
+def init_failure(error_type: str, message: str,
+                 stack_trace: list[str] | None = None) -> InitError:
+    """An init error with Lambda's error document (awslambdaric gives it no request id)."""
+    document = lambda_error(error_type, message, "", stack_trace)
+    return InitError(document.error, document.cause)
+
+
+def import_failure(spec: FunctionSpec, exc: BaseException) -> InitError:
+    """What Lambda reports for a module that raised ``exc`` during its import
+    (awslambdaric's ``_get_handler``; any other exception as the init's fault)."""
+    module = handler_module(spec)
+    if isinstance(exc, ImportError):
+        return init_failure(IMPORT_MODULE_ERROR, f"Unable to import module '{module}': {exc}")
+    if isinstance(exc, SyntaxError):
+        where = _source_of(exc.filename) if exc.filename else "<unknown>"
+        return init_failure(SYNTAX_ERROR, f"Syntax error in module '{module}': {exc}",
+                         [f'  File "{where}" Line {exc.lineno}\n    {exc.text}'])
+    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+        error = failure(spec.name, exc, str(uuid.uuid4()))
+        return init_failure(EXIT_ERROR, json.loads(error.cause or "{}").get("errorMessage", ""))
+    return init_failure(type(exc).__name__, str(exc), traceback.format_list(_user_frames(exc)))
+
+
+class FailedInit:
+    """A function whose init failed. Each invocation first runs the init again, as
+    Lambda starts a new execution environment after a failed init; while it keeps
+    failing, the invocation fails with the init's error (Retry and Catch apply) and the
+    workflow's other functions run. ``load`` None: the init is not tried again (a
+    private heap keeps its protection key after a failed import)."""
+
+    def __init__(self, spec: FunctionSpec, error: StatesError,
+                 load: Callable[[], Invocable] | None) -> None:
         self.spec = spec
+        self.error = error
+        self._load = load
+        self._loaded: Invocable | None = None
+        self._lock = threading.Lock()
 
     def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
-        context = LambdaContext(self.spec.name, timeout_seconds)
-        raise lambda_error(HANDLER_NOT_FOUND, handler_not_found(self.spec),
-                           context.aws_request_id)
+        loaded = self._loaded
+        if loaded is None and self._load is not None:
+            with self._lock:  # concurrent Map iterations: one init at a time
+                loaded = self._loaded
+                if loaded is None:
+                    try:
+                        loaded = self._loaded = self._load()
+                    except InitError as error:
+                        self.error = error
+        if loaded is None:
+            raise StatesError(self.error.error, self.error.cause)
+        return loaded.invoke(event, timeout_seconds)
 
 
 def call_entry(entry: Callable[..., Any], style: str, event: Any,
@@ -226,20 +279,39 @@ def failure(function: str, exc: BaseException, request_id: str) -> StatesError:
                             request_id)
     if isinstance(exc, SystemExit):
         # What Lambda's runtime reports for a handler that exits the process.
-        return lambda_error(EXIT_ERROR, f"RequestId: {request_id} Error: Runtime exited "
-                                        f"with error: exit status {exc.code}", request_id)
+        return runtime_exited(f"exit status {exc.code}", request_id)
     if isinstance(exc, KeyboardInterrupt):
         # Uncaught, it ends a Python process by SIGINT: so Lambda reports the runtime.
-        return lambda_error(EXIT_ERROR, f"RequestId: {request_id} Error: Runtime exited "
-                                        "with error: signal: interrupt", request_id)
-    # The stack from the function's entry point down: the runtime's frames are dropped.
+        return runtime_exited("signal: interrupt", request_id)
+    return lambda_error(type(exc).__name__, str(exc), request_id,
+                        traceback.format_list(_user_frames(exc)))
+
+
+def _user_frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    """The stack from the function's code down: the runtime's frames are dropped, and
+    a local run's frames name the user's own files."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not f.filename.startswith(_RUNTIME_DIR)]
     if _SOURCE_ROOT is not None:
         for frame in frames:
             frame.filename = _source_of(frame.filename)
-    return lambda_error(type(exc).__name__, str(exc), request_id,
-                        traceback.format_list(frames))
+    return frames
+
+
+def runtime_exited(how: str, request_id: str, error_type: str = EXIT_ERROR) -> StatesError:
+    """What Lambda reports for a runtime process that ended during an invocation;
+    ``how`` in the words of Go's os/exec, as Lambda's: ``exit status 3``,
+    ``signal: killed`` (:func:`exit_words`)."""
+    return lambda_error(error_type, f"RequestId: {request_id} Error: Runtime exited "
+                                    f"with error: {how}", request_id)
+
+
+def exit_words(status: int) -> str:
+    """A wait status as Go's os/exec words it (``exit status 3``, ``signal: segmentation
+    fault``): the words of Lambda's ``Runtime exited with error``."""
+    if os.WIFSIGNALED(status):
+        return f"signal: {signal.strsignal(os.WTERMSIG(status)) or os.WTERMSIG(status)}".lower()
+    return f"exit status {os.WEXITSTATUS(status)}"
 
 
 def lambda_error(error_type: str, message: str, request_id: str,
@@ -275,16 +347,15 @@ def load_module(root: str, spec: FunctionSpec, name: str | None = None) -> Modul
     own_namespace(root, spec, module_name_)
     import_spec = importlib.util.spec_from_file_location(module_name_, path)
     if import_spec is None or import_spec.loader is None:
-        raise StatesError("Runtime.ImportModuleError", f"cannot load {path}")
+        raise init_failure(IMPORT_MODULE_ERROR, f"Unable to import module "
+                                                f"'{handler_module(spec)}': cannot load {path}")
     module = importlib.util.module_from_spec(import_spec)
     sys.modules[module_name_] = module
     try:
         import_spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - reported as Lambda reports an init error
+    except USER_FAILURES as exc:  # noqa: BLE001 - reported as Lambda reports an init error
         del sys.modules[module_name_]
-        raise StatesError("Runtime.ImportModuleError",
-                          f"Unable to import module '{spec.module_file}': "
-                          f"{type(exc).__name__}: {exc}") from None
+        raise import_failure(spec, exc) from None
     return module
 
 
@@ -354,7 +425,11 @@ class FunctionRegistry:
         in sandboxes import there, never here."""
         for name in self.specs:
             if self.sandboxes is None or not self.sandboxes.holds(name):
-                self.get(name, private, name in kept_escapes)
+                flight.running("", name)
+                try:
+                    self.get(name, private, name in kept_escapes)
+                finally:
+                    flight.finished()
 
     def spec(self, name: str) -> FunctionSpec:
         spec = self.specs.get(name)
@@ -384,21 +459,23 @@ class FunctionRegistry:
                 if loader is None:
                     raise StatesError(RUNTIME, "isolation mpk: this Orchestrator was made "
                                                "without a private-heap loader")
-                found = self._private[name] = or_missing(
-                    self.spec(name), lambda: loader(self.root, self.spec(name), keep_escapes))
+                # A failed import keeps its private heap and key: not tried again.
+                found = self._private[name] = initialized(
+                    self.spec(name), lambda: loader(self.root, self.spec(name), keep_escapes),
+                    retry=False)
             return found
         loaded = self._loaded.get(name)
         if loaded is None:
             spec = self.spec(name)
-            loaded = self._loaded[name] = or_missing(spec, lambda: self._load(spec))
+            loaded = self._loaded[name] = initialized(spec, lambda: self._load(spec))
         return loaded
 
 
-def or_missing(spec: FunctionSpec, load: Callable[[], Invocable]) -> Invocable:
-    """The loaded function; one without its handler fails the states that call it."""
+def initialized(spec: FunctionSpec, load: Callable[[], Invocable],
+                retry: bool = True) -> Invocable:
+    """The loaded function; one whose init failed fails the states that call it
+    (:class:`FailedInit`), trying the init again at each call where ``retry``."""
     try:
         return load()
-    except StatesError as error:
-        if error.error != HANDLER_NOT_FOUND:
-            raise
-        return MissingHandler(spec)
+    except InitError as error:
+        return FailedInit(spec, error, load if retry else None)

@@ -56,11 +56,14 @@ from ..asl.errors import StatesError
 from ..asl.jsonvalue import detach, lambda_default
 from ..engine import fault_reports, lambda_env
 from ..engine.functions import (
+    HANDLER_NOT_FOUND,
     USER_FAILURES,
     FunctionSpec,
     call_entry,
     environment_of,
     failure,
+    handler_not_found,
+    init_failure,
     load_module,
     module_name,
     own_namespace,
@@ -311,7 +314,7 @@ def _invoke_private(fn: DomainFunction, event: Any, timeout_seconds: float | Non
 @guard.broker
 def _copy_error(exc: StatesError) -> StatesError:
     """A shared copy (strings too, without __context__) of a possibly private error."""
-    return StatesError(_promote(exc.error), _promote(exc.cause))
+    return type(exc)(_promote(exc.error), _promote(exc.cause))
 
 
 # ---------------------------------------------------------------------------- escapes
@@ -491,8 +494,7 @@ def _load_inside(root: str, fn: DomainFunction, name: str) -> StatesError | None
         fn.holder[0] = module
         del sys.modules[name]
         if not callable(getattr(fn.holder[0], fn.spec.entry, None)):
-            raise StatesError("Runtime.HandlerNotFound",
-                              f"{fn.spec.module_file} has no callable {fn.spec.entry!r}")
+            raise init_failure(HANDLER_NOT_FOUND, handler_not_found(fn.spec))
     except StatesError as exc:
         return call_shared(_copy_error, exc)
     finally:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..action_plan import ActionPlan
 from ..asl.errors import error_object
-from ..engine import fault_reports, functions, history, modes, trace
+from ..engine import fault_reports, flight, functions, history, modes, trace
 from ..isolation import domains
 from ..options import PARALLEL_PROCESSES, PARALLEL_THREADS
 from ..orchestrator import SUCCEEDED, Orchestrator, Result
@@ -39,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--parent", type=int, metavar="PID",
                         help="the faastlane command that started this run: the run stops, "
                              "with everything it started, when that process dies")
+    parser.add_argument("--flight", metavar="FILE",
+                        help="record which states run into FILE (made by faastlane run), "
+                             "which names them if this process dies")
     parser.add_argument("--source-folder", action="append", default=[],
                         metavar="FOLDER=SOURCE",
                         help="a function folder of the action and the folder it was copied "
@@ -80,6 +83,8 @@ def main(load: Callable[[ActionPlan], Orchestrator], argv: list[str] | None = No
         return _run(load, plan, args, result_fd)
 
     def report(error: str, cause: str) -> None:
+        if error == functions.EXIT_ERROR and args.flight:  # not an isolation violation
+            cause += flight.while_running(args.flight)
         _write_result(result_fd, error_object(error, cause))
 
     # Functions in protection domains: a fault kills the process, so run it supervised.
@@ -89,6 +94,8 @@ def main(load: Callable[[ActionPlan], Orchestrator], argv: list[str] | None = No
 
 def _run(load: Callable[[ActionPlan], Orchestrator], plan: ActionPlan,
          args: argparse.Namespace, result_fd: int) -> int:
+    if args.flight:  # here: under mpk, this is the supervised process
+        flight.record_to(args.flight)
     try:
         orchestrator = load(plan)
     except domains.IsolationUnavailableError as exc:

@@ -19,12 +19,13 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
 from ..asl.errors import StatesError
 from ..engine.execution import CallTimedOut
-from ..engine.functions import EXIT_ERROR, FunctionSpec
+from ..engine.functions import EXIT_ERROR, FunctionSpec, runtime_exited
 from . import confine, wire
 from .table import BUSY, IDLE, Table
 from .zygote import Zygote
@@ -97,8 +98,17 @@ class Sandboxes:
         ``Runtime.ExitError`` naming it and how it ended."""
         f = self.index[function]
         payload = wire.encode_request(request)
+        deadline = request.get("deadline")
         k, connection, pid = self._connection(f)
-        connection.settimeout(limit)
+        if deadline is not None:
+            # The time spent waiting for a free sandbox counts: the deadline is the Task's.
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._release(f, k, connection, pid)
+                raise CallTimedOut
+            connection.settimeout(left)
+        else:
+            connection.settimeout(limit)
         try:
             wire.send(connection, payload)
             reply = wire.decode_reply(wire.receive(connection))
@@ -110,14 +120,17 @@ class Sandboxes:
             wire.close_quietly(connection)
             how = self._reap(f, k, pid, kill=True)
             reason = "" if isinstance(exc, wire.PeerGone) else f"; {exc}"
-            raise StatesError(EXIT_ERROR, f"function '{function}': sandbox process {pid} "
-                                          f"exited without a result ({how}{reason})"
-                              ) from None
+            # Lambda's error for its Task; which process and why, for the log.
+            sys.stderr.write(f"[faastlane] function '{function}': sandbox process {pid} "
+                             f"exited without a result ({how}{reason})\n")
+            raise runtime_exited(how, str(uuid.uuid4())) from None
         if reply.get("recycled"):  # it ends after this reply (out of memory)
             wire.close_quietly(connection)
             self._reap(f, k, pid, kill=False)
         else:
             self._release(f, k, connection, pid)
+        if reply.get("late"):  # returned past the deadline: timed out, as on the platform
+            raise CallTimedOut
         return reply
 
     def _connection(self, f: int) -> tuple[int, socket.socket, int]:

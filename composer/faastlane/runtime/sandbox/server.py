@@ -15,6 +15,7 @@ import os
 import selectors
 import socket
 import sys
+import time
 from typing import Any, NoReturn
 
 from ..asl.errors import StatesError
@@ -25,9 +26,9 @@ from ..engine.functions import (
     Invocable,
     LoadedFunction,
     environment_of,
-    lambda_error,
+    initialized,
     load_module,
-    or_missing,
+    runtime_exited,
 )
 from ..engine.lambda_env import CURRENT
 from ..engine.modes import SANDBOX
@@ -36,31 +37,21 @@ from . import wire
 OUT_OF_MEMORY = "Runtime.OutOfMemory"
 
 
-class _ImportFailed:
-    """A function whose module failed to import: every invocation reports it, as
-    Lambda reports an init error."""
-
-    def __init__(self, spec: FunctionSpec, error: StatesError) -> None:
-        self.spec = spec
-        self.error = error
-
-    def invoke(self, event: Any, timeout_seconds: float | None = None) -> Any:
-        raise StatesError(self.error.error, self.error.cause)
-
-
 def load(root: str, spec: FunctionSpec) -> Invocable:
-    """Import the function with its own environment (its module set-up sees it)."""
+    """Import the function with its own environment (its module set-up sees it). A
+    failed init fails each call as on Lambda (and as in the Orchestrator's own heap),
+    and is tried again at each: Lambda's error document."""
     environment = environment_of(root, spec)
-    CURRENT.view = environment
-    try:
-        # A module without its handler fails each call as on Lambda (and as in the
-        # Orchestrator's own heap): Runtime.HandlerNotFound, Lambda's error document.
-        return or_missing(spec, lambda: LoadedFunction(
-            spec, load_module(root, spec), environment, finish=wire.encode_value))
-    except StatesError as error:
-        return _ImportFailed(spec, error)
-    finally:
-        CURRENT.view = None
+
+    def init() -> Invocable:
+        CURRENT.view = environment
+        try:
+            return LoadedFunction(spec, load_module(root, spec), environment,
+                                  finish=wire.encode_value)
+        finally:
+            CURRENT.view = None
+
+    return initialized(spec, init)
 
 
 def _out_of_memory(error: StatesError) -> StatesError:
@@ -69,8 +60,7 @@ def _out_of_memory(error: StatesError) -> StatesError:
         request_id = json.loads(error.cause or "").get("requestId", "")  # no cause: no id
     except (ValueError, AttributeError):
         request_id = ""
-    return lambda_error(OUT_OF_MEMORY, f"RequestId: {request_id} Error: Runtime exited "
-                                       f"with error: signal: killed", request_id)
+    return runtime_exited("signal: killed", request_id, OUT_OF_MEMORY)
 
 
 def _answer(function: Invocable, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -83,6 +73,11 @@ def _answer(function: Invocable, request: dict[str, Any]) -> tuple[dict[str, Any
     recycle = False
     result, error = timed_invoke(request["state"], function, request["event"],
                                  request.get("timeout"), SANDBOX)
+    deadline = request.get("deadline")
+    if deadline is not None and time.monotonic() > deadline:
+        # Returned past its Task's deadline: the caller reports the timeout, however
+        # late a busy machine let it read this reply.
+        return {"late": True, "trace": trace.take()}, False
     if error is not None and error.error == "MemoryError":
         error, recycle = _out_of_memory(error), True
     reply: dict[str, Any] = ({"value": result} if error is None

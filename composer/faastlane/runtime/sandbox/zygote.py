@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..engine.functions import FunctionSpec
+from ..engine.functions import FunctionSpec, exit_words
 from . import confine, server, view, wire
 from .table import Table
 
@@ -33,13 +33,6 @@ if TYPE_CHECKING:
 
 _REAP_INTERVAL = 0.5
 _GRACE = 1.0  # seconds a sandbox that closed its socket gets to exit before it is killed
-
-
-def describe_exit(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        return f"signal: {signal.Signals(sig).name.lower().removeprefix('sig')} ({sig})"
-    return f"exit status {os.WEXITSTATUS(status)}"
 
 
 class Zygote:
@@ -140,7 +133,7 @@ class Zygote:
                 break
             time.sleep(0.005)
         self._forget(pid)
-        return describe_exit(status)
+        return exit_words(status)
 
     def _reap_ended(self) -> None:
         """Reap sandboxes that ended on their own (killed from outside, say): their
@@ -153,7 +146,7 @@ class Zygote:
             if pid == 0:
                 return
             if pid in self.children:
-                self.ended[pid] = describe_exit(status)
+                self.ended[pid] = exit_words(status)
                 self._forget(pid)
 
     def _forget(self, pid: int) -> None:
