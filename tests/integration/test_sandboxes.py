@@ -538,3 +538,57 @@ def test_a_sandbox_that_dies_starting_fails_its_task_not_the_run(app_dir: Path) 
     assert done.json["error"]["Error"] == "Runtime.ExitError", done.json
     assert "exit status 5" in done.json["error"]["Cause"], done.json
     assert "pid" in done.json["before"]
+
+
+# Reads every writable mapping of its own process: what its sandbox was started with.
+SELF_SCANNER = r'''
+import os
+
+def _in_own_memory(needle):
+    found = False
+    with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+        for line in maps:
+            fields = line.split()
+            if "rw" not in fields[1] or (len(fields) > 5 and fields[5].startswith("[v")):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            try:
+                mem.seek(start)
+                chunk = mem.read(end - start)
+            except OSError:
+                continue
+            at = chunk.find(needle)
+            while at >= 0 and not found:  # the value goes on with "!"; the needle does not
+                found = chunk[at + len(needle):at + len(needle) + 1] == b"!"
+                at = chunk.find(needle, at + 1)
+    return found
+
+def handler(event, context):
+    # Built at run time: the constants of this module are no evidence.
+    return {name: _in_own_memory(("%s-" % name.upper()).encode() + b"9d2c")
+            for name in ("own", "trusted", "sibling", "workflow")}
+'''
+
+ENVIRONMENT_HOLDER = """
+def handler(event, context):
+    return {}
+"""
+
+
+def test_a_sandbox_holds_no_other_functions_environment_nor_the_workflow(
+        app_dir: Path) -> None:
+    # The zygote that forks sandboxes is a fresh interpreter: it never held the
+    # Orchestrator's specs, environments or workflow, and each sandbox gets its own
+    # environment from the Orchestrator directly.
+    write_app(app_dir, chain(("Trusted", task("trusted_fn")), ("Sibling", task("sibling")),
+                             ("Scan", task("scanner", Comment="WORKFLOW-9d2c!"))),
+              {"trusted_fn": ENVIRONMENT_HOLDER, "sibling": ENVIRONMENT_HOLDER,
+               "scanner": SELF_SCANNER},
+              settings={"isolation": "process", "untrusted": ["sibling", "scanner"],
+                        "trusted": ["trusted_fn"],
+                        "functions": {"trusted_fn": {"environment": {"K": "TRUSTED-9d2c!"}},
+                                      "sibling": {"environment": {"K": "SIBLING-9d2c!"}},
+                                      "scanner": {"environment": {"K": "OWN-9d2c!"}}}})
+    found = _run(app_dir)
+    # The control: its own environment is in its memory, where the scan finds it.
+    assert found == {"own": True, "trusted": False, "sibling": False, "workflow": False}

@@ -97,7 +97,8 @@ class Orchestrator:
         isolated = self.mode.sandboxed()
         self.sandboxes = (Sandboxes(root, [spec for name, spec in functions.items()
                                            if name in isolated],
-                                    self.options.cpu_budget(), action_memory_mb())
+                                    self.options.cpu_budget(), action_memory_mb(),
+                                    functions.values())
                           if isolated else None)
         if self.sandboxes is not None:
             self.sandboxes.warm()
@@ -114,6 +115,8 @@ class Orchestrator:
         service_clients.warm(services_of(workflow))  # boto3 loaded once, as functions are
         if any(s.query_language == JSONATA for s in walk_states(workflow)):
             jsonata.preload()
+        if self.sandboxes is not None:
+            self.sandboxes.warmed()  # no fork while that thread talks to the zygote
         # Warm workers for Parallel/Map, forked now that every module is imported.
         self.pool = ForkPool(name, workflow, self.functions, self.mode,
                              self.mode.unconfined(plan.marked("untrusted")))

@@ -27,7 +27,7 @@ from ..asl.jsonvalue import detach
 from ..asl.model import PROCESS, THREAD
 from ..asl.variables import Variables
 from ..options import PARALLEL_THREADS, Options
-from . import flight, history, lambda_env, modes, trace
+from . import history, modes, trace
 from .forking import Outcome, run_forked
 from .functions import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -37,6 +37,7 @@ from .functions import (
     Invocable,
     timed_out,
 )
+from .invoke import timed_invoke
 from .lambda_context import ACCOUNT, REGION
 from .threads import POOL, Last, Step, WorkerTimeout
 
@@ -535,35 +536,6 @@ class FunctionContexts:
 
 
 CONTEXTS = FunctionContexts()
-
-
-def timed_invoke(state_name: str, loaded: Invocable, event: Any,
-                  timeout_seconds: float | None, placement: str
-                  ) -> tuple[Any, StatesError | None]:
-    """Invoke a function, detach its result and, when tracing, record its compute span."""
-    traced = trace.enabled  # read once: the span is recorded whole or not at all
-    if traced:
-        start = trace.now()
-        began = time.perf_counter()
-    result, error = None, None
-    function = loaded.spec.name
-    # What this thread runs, for its output's label (functions.current_function).
-    current = lambda_env.CURRENT
-    current.label = function if state_name == function else f"{state_name}/{function}"
-    flight.running(state_name, function)
-    try:
-        result = loaded.invoke(event, timeout_seconds)
-    except StatesError as exc:
-        error = exc
-    finally:
-        current.label = None
-        flight.finished()
-    if traced:
-        compute = time.perf_counter() - began
-        trace.record(state=state_name, type="Function", function=loaded.spec.name,
-                     start=start, end=trace.now(), compute_ms=round(compute * 1000, 3),
-                     placement=placement, error=None if error is None else error.error)
-    return result, error
 
 
 SECTION_THREADS = "faastlane:sections"  # their key in the warm thread pool

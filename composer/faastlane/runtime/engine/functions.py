@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from ..asl.errors import RUNTIME, StatesError
 from ..asl.jsonvalue import NotJSONSerializable, detach
-from . import flight, lambda_env, own_modules
+from . import flight, inherited, lambda_env, own_modules
 from .lambda_context import LambdaContext
 
 LAMBDA = "lambda"
@@ -58,6 +58,7 @@ def show_sources_from(app_root: str, folders: dict[str, str] | None = None) -> N
     """Make stack traces name ``app_root``'s files (the action's root is this runtime's
     parent folder), and those of ``folders`` (action-relative folder -> source folder)."""
     global _SOURCE_ROOT, _ACTION_ROOT
+    inherited.remember(__name__, "show_sources_from", app_root, folders)
     _SOURCE_ROOT = os.path.abspath(app_root)
     _ACTION_ROOT = os.path.dirname(_RUNTIME_DIR.rstrip(os.sep)) + os.sep
     _SOURCE_FOLDERS.update((folder.strip("/") + "/", os.path.abspath(source))

@@ -24,8 +24,7 @@ from typing import Any, Protocol
 from ..asl.model import PROCESS, THREAD, Map, Parallel, Task, walk_states
 from ..options import MPK, NONE, PROCESS_ISOLATION, Options
 from .functions import FunctionRegistry, FunctionSpec, Invocable
-
-SANDBOX = "sandbox"  # a function in its own warm sandboxed process (trace, plan.json)
+from .invoke import SANDBOX
 
 _FORKED = ("-P: the function runs in a forked process per call; its input and output "
            "cross a pipe as JSON")

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import BinaryIO, TextIO
 
+from ..engine import inherited
 from ..engine.functions import current_function
 
 
@@ -67,5 +68,6 @@ class LabelledStream(io.TextIOBase):
 
 def install() -> None:
     """Label what functions print on stdout (already sent to stderr) and stderr."""
+    inherited.remember(__name__, "install")
     sys.stdout = LabelledStream(sys.stdout, current_function)
     sys.stderr = LabelledStream(sys.stderr, current_function)

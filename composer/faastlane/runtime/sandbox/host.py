@@ -12,6 +12,7 @@ end into the ASL error it should be.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -26,9 +27,9 @@ from typing import Any
 from ..asl.errors import StatesError
 from ..engine.execution import CallTimedOut
 from ..engine.functions import EXIT_ERROR, FunctionSpec, runtime_exited
-from . import confine, wire
+from . import confine, view, wire
 from .table import BUSY, IDLE, Table
-from .zygote import Zygote
+from .zygote import exec_clean
 
 _CONNECT_TIMEOUT = 10.0
 
@@ -37,7 +38,10 @@ class Sandboxes:
     """The warm sandboxed processes of one Orchestrator (and of its forks)."""
 
     def __init__(self, root: str, specs: Iterable[FunctionSpec], slots: int,
-                 memory_mb: int | None = None) -> None:
+                 memory_mb: int | None = None, workflow: Iterable[FunctionSpec] = ()
+                 ) -> None:
+        """``specs``: the functions that get sandboxes; ``workflow``: all its functions
+        (a sandbox's view hides every other function's code, sandboxed or not)."""
         self.specs = list(specs)
         self.index = {spec.name: f for f, spec in enumerate(self.specs)}
         self.slots = max(1, slots)
@@ -48,23 +52,24 @@ class Sandboxes:
         self._idle: dict[tuple[int, int], list[tuple[socket.socket, int]]] = {}
         self._control: socket.socket | None = None
         self._turn = 0
+        self.memory = [spec.memory or memory_mb for spec in self.specs]
+        every = [*self.specs, *workflow]
+        self.hidden = [sorted(view.hidden_paths(spec, every)) for spec in self.specs]
         confine.make_undumpable()
         trusted_filters = wire.seccomp_filters()
-        memory = [spec.memory or memory_mb for spec in self.specs]
         read_fd, write_fd = os.pipe()
         sys.stdout.flush()  # else the zygote's copy of unwritten output is written twice
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             os.close(read_fd)
-            Zygote(self.prefix, root, self.specs, memory, self.table,
-                   trusted_filters).run(write_fd)
+            exec_clean(self.prefix, root, self.table, trusted_filters, write_fd)
         os.close(write_fd)
+        self.table.close_file()
         self.zygote = pid
-        ready = os.read(read_fd, 1)
-        os.close(read_fd)
-        if ready != b"R":
-            raise OSError(f"the sandbox zygote (process {pid}) did not start")
+        self._ready_fd = read_fd
+        self._warming: threading.Thread | None = None
+        self._warm_error: BaseException | None = None
         os.register_at_fork(after_in_child=self._forked)
 
     def holds(self, function: str) -> bool:
@@ -74,13 +79,41 @@ class Sandboxes:
         return frozenset(self.index)
 
     def warm(self) -> None:
-        """Start every function's first sandbox (each imports its module now)."""
-        for f in range(len(self.specs)):
-            self._zygote({"op": "spawn", "f": f, "k": 0})
+        """Start every function's first sandbox (each imports its module then), on a
+        thread of its own: the zygote's interpreter starts, and the sandboxes import,
+        while the Orchestrator imports the trusted functions (:meth:`warmed` waits)."""
+        self._warming = threading.Thread(target=self._warm_all, name="faastlane-sandboxes",
+                                         daemon=True)
+        self._warming.start()
+
+    def _warm_all(self) -> None:
+        try:
+            ready = os.read(self._ready_fd, 1)
+            os.close(self._ready_fd)
+            if ready != b"R":
+                raise OSError(f"the sandbox zygote (process {self.zygote}) did not start")
+            for f in range(len(self.specs)):
+                pid = self._spawn(f, 0)
+                # Its environment goes to it first, on a connection kept for later calls.
+                try:
+                    self._release(f, 0, self._connect(f, 0, initial=True), pid)
+                except OSError:
+                    continue  # it died at once: its first call reports how (ready, call)
+        except BaseException as exc:  # noqa: BLE001 - raised by warmed(), on the caller
+            self._warm_error = exc
+
+    def warmed(self) -> None:
+        """Wait for :meth:`warm`: every first sandbox started (not yet imported)."""
+        if self._warming is not None:
+            self._warming.join()
+            self._warming = None
+        if self._warm_error is not None:
+            raise self._warm_error
 
     def ready(self) -> None:
         """Wait until every first sandbox has imported its function (part of the
         container's cold start, as Lambda's init is)."""
+        self.warmed()
         for spec in self.specs:
             try:
                 self.call(spec.name, {"ping": True}, None)
@@ -142,8 +175,9 @@ class Sandboxes:
                 idle = self._idle.get((f, k))
                 cached = idle.pop() if idle else None
             if start:
-                pid = self._zygote({"op": "spawn", "f": f, "k": k})["pid"]
+                pid = self._spawn(f, k)
                 self.table.set_state(f, k, BUSY)
+                return k, self._connect(f, k, initial=True), pid
             else:
                 pid = self.table.pid(f, k)
             if cached is not None:
@@ -160,10 +194,24 @@ class Sandboxes:
         raise StatesError(EXIT_ERROR, f"function '{self.specs[f].name}': its sandbox "
                                       f"keeps dying before it can be called")
 
-    def _connect(self, f: int, k: int) -> socket.socket:
+    def _spawn(self, f: int, k: int) -> int:
+        """Have the zygote start slot ``k`` of function ``f``: what it learns of the
+        function is its spec without the environment, which goes to the sandbox only
+        (:meth:`_connect` ``initial``)."""
+        spec = dataclasses.asdict(dataclasses.replace(self.specs[f], environment=()))
+        pid: int = self._zygote({"op": "spawn", "f": f, "k": k, "spec": spec,
+                                 "hidden": self.hidden[f], "memory": self.memory[f]})["pid"]
+        return pid
+
+    def _connect(self, f: int, k: int, initial: bool = False) -> socket.socket:
+        """A connection to slot ``k``'s sandbox; ``initial``: it was just started, and
+        gets its function's environment first (it imports its module after that)."""
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         connection.settimeout(_CONNECT_TIMEOUT)
         connection.connect(wire.address(self.prefix, f"{f}.{k}"))
+        if initial:
+            wire.send(connection, wire.encode_request(
+                {"init": [list(pair) for pair in self.specs[f].environment]}))
         return connection
 
     def _release(self, f: int, k: int, connection: socket.socket, pid: int) -> None:

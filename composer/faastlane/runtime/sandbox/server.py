@@ -10,6 +10,7 @@ callers on other connections wait their turn.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import selectors
@@ -20,7 +21,6 @@ from typing import Any, NoReturn
 
 from ..asl.errors import StatesError
 from ..engine import trace
-from ..engine.execution import timed_invoke
 from ..engine.functions import (
     FunctionSpec,
     Invocable,
@@ -30,8 +30,8 @@ from ..engine.functions import (
     load_module,
     runtime_exited,
 )
+from ..engine.invoke import SANDBOX, timed_invoke
 from ..engine.lambda_env import CURRENT
-from ..engine.modes import SANDBOX
 from . import wire
 
 OUT_OF_MEMORY = "Runtime.OutOfMemory"
@@ -88,15 +88,34 @@ def _answer(function: Invocable, request: dict[str, Any]) -> tuple[dict[str, Any
     return reply, recycle
 
 
+def _reply(selector: selectors.BaseSelector, connection: socket.socket,
+           function: Invocable, request: dict[str, Any]) -> None:
+    """Answer one request on its connection; SystemExit after the reply of a sandbox
+    that must be replaced (out of memory)."""
+    reply, recycle = _answer(function, request)
+    payload = wire.encode_reply(reply)  # the value is encoded already
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        wire.send(connection, payload)
+    except OSError:
+        selector.unregister(connection)
+        connection.close()
+    if recycle:
+        raise SystemExit(0)
+
+
 def serve(listener: socket.socket, root: str, spec: FunctionSpec,
           trusted_filters: int) -> NoReturn:
-    """The sandbox's life: import, then answer requests until the zygote goes."""
+    """The sandbox's life: its environment from the Orchestrator (the first message of
+    the connection that started it; the zygote never holds it), the import, then
+    requests until the zygote goes. Requests that come before the environment wait."""
     status = 0
     try:
-        function = load(root, spec)
-        sys.stdout.flush()
         selector = selectors.DefaultSelector()
         selector.register(listener, selectors.EVENT_READ)
+        function: Invocable | None = None
+        waiting: list[tuple[socket.socket, dict[str, Any]]] = []
         while True:
             for key, _ in selector.select():
                 if key.fileobj is listener:
@@ -110,17 +129,18 @@ def serve(listener: socket.socket, root: str, spec: FunctionSpec,
                     selector.unregister(connection)
                     connection.close()
                     continue
-                reply, recycle = _answer(function, request)
-                payload = wire.encode_reply(reply)  # the value is encoded already
-                sys.stdout.flush()
-                sys.stderr.flush()
-                try:
-                    wire.send(connection, payload)
-                except OSError:
-                    selector.unregister(connection)
-                    connection.close()
-                if recycle:
-                    raise SystemExit(0)
+                if function is None:
+                    if "init" not in request:
+                        waiting.append((connection, request))
+                        continue
+                    environment = tuple((str(k), str(v)) for k, v in request["init"])
+                    function = load(root, dataclasses.replace(spec, environment=environment))
+                    sys.stdout.flush()
+                    for early, held in waiting:
+                        _reply(selector, early, function, held)
+                    waiting.clear()
+                    continue
+                _reply(selector, connection, function, request)
     except SystemExit:
         pass
     except BaseException as exc:  # noqa: BLE001 - never unwind into the zygote's code

@@ -14,6 +14,7 @@ the first's invocation, nothing worse.
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 
 EMPTY, IDLE, BUSY = 0, 1, 2
@@ -21,12 +22,25 @@ _PID = struct.Struct("=i")
 
 
 class Table:
-    def __init__(self, functions: int, slots: int) -> None:
+    def __init__(self, functions: int, slots: int, fd: int | None = None) -> None:
+        """A new table (``fd`` None), or the one made by another process, whose memory
+        file ``fd`` it passed on (the zygote runs a fresh interpreter: an anonymous
+        mapping would not cross its exec)."""
         self.functions = functions
         self.slots = slots
         count = max(1, functions * slots)
         self._count = count
-        self._memory = mmap.mmap(-1, count * (1 + _PID.size))  # MAP_SHARED | MAP_ANONYMOUS
+        size = count * (1 + _PID.size)
+        self.fd = os.memfd_create("faastlane-sandboxes") if fd is None else fd
+        if fd is None:
+            os.ftruncate(self.fd, size)
+        self._memory = mmap.mmap(self.fd, size)  # MAP_SHARED
+
+    def close_file(self) -> None:
+        """Close the memory file (the mapping stays): once the zygote has it."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
     def _at(self, f: int, k: int) -> int:
         return f * self.slots + k

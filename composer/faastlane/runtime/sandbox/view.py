@@ -153,10 +153,11 @@ def _interpreter_paths(root: str, covered: list[str]) -> list[str]:
     return kept
 
 
-def contain(root: str, spec: FunctionSpec, specs: Iterable[FunctionSpec]) -> bool:
-    """Give this process (a sandbox, before it imports ``spec``'s function and before
-    its capabilities go) its own /tmp and its own view of the action folder ``root``;
-    False where no mount namespace can be made (nothing changed then)."""
+def contain(root: str, hidden: set[str]) -> bool:
+    """Give this process (a sandbox, before it imports its function and before its
+    capabilities go) its own /tmp and its own view of the action folder ``root``, without
+    the ``hidden`` paths (:func:`hidden_paths`); False where no mount namespace can be
+    made (nothing changed then)."""
     root = os.path.realpath(root)
     if not _unshare():
         return False
@@ -200,8 +201,7 @@ def contain(root: str, spec: FunctionSpec, specs: Iterable[FunctionSpec]) -> boo
         # `faastlane run` composes it): its view is made at the same path inside.
         os.makedirs(root, mode=0o755, exist_ok=True)
         _mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=755")
-        _rebuild(f"/proc/self/fd/{sources[root]}", root, "", hidden_paths(spec, specs),
-                 binds)
+        _rebuild(f"/proc/self/fd/{sources[root]}", root, "", hidden, binds)
         for source, target in binds:
             _mount(source, target, None, _MS_BIND | _MS_REC)
             _mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)

@@ -1,13 +1,20 @@
-"""The zygote: forked by the Orchestrator before any function module or workflow data
-exists, it starts (forks) each sandbox and reaps it, and does nothing else.
+"""The zygote: a fresh interpreter the Orchestrator starts before any function module is
+imported; it starts (forks) each sandbox and reaps it, and does nothing else.
+
+It is exec'd clean (:func:`exec_clean`), not forked and kept: a fork of the Orchestrator
+would carry into every sandbox what the Orchestrator holds -- the workflow, every
+function's spec and environment. It learns a function's spec (without its environment,
+which the Orchestrator hands to the sandbox itself, ``server.serve``) only in the
+request to fork a sandbox of it.
 
 It binds every slot's socket when it starts, so that no name can be taken by anyone
 else later; a sandbox inherits only its own. Requests come as frames of JSON on the
 control socket, from Orchestrator-side processes only (``wire.peer_allowed``):
 
-- ``{"op": "spawn", "f": F, "k": K}``: start slot K of function F unless running;
-  answers ``{"pid": N}`` at once (the sandbox imports its function while callers'
-  requests already wait on its socket);
+- ``{"op": "spawn", "f": F, "k": K, "spec": {...}, "hidden": [...], "memory": MB}``:
+  start slot K of function F (its spec without environment, the action's paths its
+  view hides, its memory limit) unless running; answers ``{"pid": N}`` at once (the
+  sandbox imports its function while callers' requests already wait on its socket);
 - ``{"op": "reap", "f": F, "k": K, "pid": N, "kill": bool}``: the slot's sandbox is
   gone or must go (killed first with ``kill``): answers ``{"status": "..."}`` -- how it
   ended, for the caller's error -- and empties the slot.
@@ -21,11 +28,12 @@ import selectors
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ..engine import inherited
 from ..engine.functions import FunctionSpec, exit_words
-from . import confine, server, view, wire
+from . import confine, view, wire
 from .table import Table
 
 if TYPE_CHECKING:
@@ -34,20 +42,60 @@ if TYPE_CHECKING:
 _REAP_INTERVAL = 0.5
 _GRACE = 1.0  # seconds a sandbox that closed its socket gets to exit before it is killed
 
+# The exec'd interpreter's program: its settings come on a pipe (argv is readable by
+# any process of the same user).
+_MAIN = ("import importlib, json, os, sys; c = json.loads(os.read(int(sys.argv[1]), 1 << 20)); "
+         "sys.path[:] = c['path']; importlib.import_module(c['module']).main(c)")
+
+
+def exec_clean(prefix: str, root: str, table: Table, trusted_filters: int,
+               ready_fd: int) -> NoReturn:
+    """In the Orchestrator's fresh fork: become the zygote, a new interpreter that keeps
+    only the table's memory file and the ready pipe of this process."""
+    try:
+        confine.close_fds_except([ready_fd, table.fd])
+        settings_read, settings_write = os.pipe()
+        settings = {"prefix": prefix, "root": root, "functions": table.functions,
+                    "slots": table.slots, "table_fd": table.fd, "ready_fd": ready_fd,
+                    "trusted_filters": trusted_filters, "path": sys.path,
+                    "module": __name__, "setup": inherited.steps()}
+        os.write(settings_write, json.dumps(settings).encode())
+        os.close(settings_write)
+        for fd in (ready_fd, table.fd, settings_read):
+            os.set_inheritable(fd, True)
+        os.execv(sys.executable, [sys.executable, "-c", _MAIN, str(settings_read)])
+    except BaseException:  # noqa: BLE001 - never unwind into the Orchestrator's code
+        os._exit(70)
+
+
+def main(settings: dict[str, Any]) -> NoReturn:
+    """The exec'd zygote's life."""
+    try:
+        # exec made it dumpable again: its sandboxes must not be (their /proc files).
+        confine.make_undumpable()
+        confine.die_with_parent()
+        inherited.repeat(settings["setup"])
+        table = Table(settings["functions"], settings["slots"], settings["table_fd"])
+        table.close_file()
+        zygote = Zygote(settings["prefix"], settings["root"], table,
+                        settings["trusted_filters"])
+    except BaseException:  # noqa: BLE001 - the Orchestrator hears it on the ready pipe
+        os._exit(70)
+    zygote.run(settings["ready_fd"])
+
 
 class Zygote:
-    def __init__(self, prefix: str, root: str, specs: Sequence[FunctionSpec],
-                 memory_mb: Sequence[int | None], table: Table, trusted_filters: int) -> None:
+    def __init__(self, prefix: str, root: str, table: Table, trusted_filters: int) -> None:
         self.root = root
-        self.specs = specs
-        self.memory_mb = memory_mb
         self.table = table
         self.trusted_filters = trusted_filters
         self.control = wire.listener(wire.address(prefix, "zygote"))
         self.listeners = {(f, k): wire.listener(wire.address(prefix, f"{f}.{k}"))
-                          for f in range(len(specs)) for k in range(table.slots)}
+                          for f in range(table.functions) for k in range(table.slots)}
         self.children: dict[int, tuple[int, int]] = {}  # pid -> (f, k)
         self.ended: dict[int, str] = {}  # pid -> how it ended, until asked
+        # The sandbox's life (server.serve), imported once the zygote is up (run).
+        self.serve: Callable[[socket.socket, str, FunctionSpec, int], NoReturn]
 
     def run(self, ready_fd: int) -> NoReturn:
         status = 0
@@ -58,6 +106,11 @@ class Zygote:
                                       *(s.fileno() for s in self.listeners.values())])
             os.write(ready_fd, b"R")
             os.close(ready_fd)
+            # Imported now, once (every sandbox is forked with it), while the
+            # Orchestrator goes on: the sockets are bound, its requests wait for this.
+            from . import server
+
+            self.serve = server.serve
             self._loop()
         except BaseException:  # noqa: BLE001 - never unwind into the Orchestrator's code
             status = 70
@@ -90,12 +143,15 @@ class Zygote:
             pid = self.table.pid(f, k)
             if pid in self.children:
                 return {"pid": pid}
-            return {"pid": self._spawn(f, k)}
+            spec = FunctionSpec(**{**request["spec"], "environment": ()})
+            return {"pid": self._spawn(f, k, spec, set(request["hidden"]),
+                                       request.get("memory"))}
         if request["op"] == "reap":
             return {"status": self._reap(f, k, int(request["pid"]), bool(request["kill"]))}
         raise ValueError("unknown operation")
 
-    def _spawn(self, f: int, k: int) -> int:
+    def _spawn(self, f: int, k: int, spec: FunctionSpec, hidden: set[str],
+               memory_mb: int | None) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -103,14 +159,14 @@ class Zygote:
             listener = self.listeners[(f, k)]
             self.table.unmap()
             try:
-                contained = view.contain(self.root, self.specs[f], self.specs)
-                confine.confine(self.memory_mb[f], [listener.fileno()],
+                contained = view.contain(self.root, hidden)
+                confine.confine(memory_mb, [listener.fileno()],
                                 None if contained else self.root)
             except Exception as exc:  # noqa: BLE001 - never unwind into the zygote's loop
-                sys.stderr.write(f"[faastlane] sandbox of {self.specs[f].name}: cannot "
+                sys.stderr.write(f"[faastlane] sandbox of {spec.name}: cannot "
                                  f"confine it: {type(exc).__name__}: {exc}\n")
                 os._exit(71)
-            server.serve(listener, self.root, self.specs[f], self.trusted_filters)
+            self.serve(listener, self.root, spec, self.trusted_filters)
         self.children[pid] = (f, k)
         self.table.started(f, k, pid)
         return pid
