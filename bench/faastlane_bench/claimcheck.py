@@ -11,7 +11,6 @@ so ASL paths and Choice rules on them still work.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from typing import Any, Protocol
 
@@ -29,13 +28,14 @@ class ObjectStore(Protocol):
 
 
 class S3Store:
-    """A bucket on the S3 endpoint of the usual AWS configuration (moto_server here)."""
+    """A bucket on the S3 endpoint of the usual AWS configuration (moto_server here:
+    ``AWS_ENDPOINT_URL_S3``, else ``AWS_ENDPOINT_URL``, as boto3 resolves them)."""
 
     def __init__(self, bucket: str = BUCKET) -> None:
         import boto3  # only the processes that move large state need boto3
 
         self.bucket = bucket
-        self.client = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL"))
+        self.client = boto3.client("s3")
 
     def create_bucket(self) -> None:
         try:

@@ -70,8 +70,10 @@ def _free_port() -> int:
 
 @contextmanager
 def local_s3(scratch: Path) -> Iterator[None]:
-    """moto_server on 127.0.0.1 as this process's (and its workers') AWS endpoint, with
-    dummy credentials and none of the host's AWS settings; stopped and restored after."""
+    """moto_server on 127.0.0.1 as this process's (and its workers') S3 endpoint, and
+    every service's where the environment names no local endpoint of its own, with
+    dummy credentials and none of the host's other AWS settings; stopped and restored
+    after."""
     saved = dict(os.environ)
     port = _free_port()
     log = scratch / "moto_server.log"
@@ -91,9 +93,14 @@ def local_s3(scratch: Path) -> Iterator[None]:
                     raise FaastlaneError("the local S3 endpoint (moto_server) did not start: "
                                          + log.read_text(errors="replace")[-300:]) from None
                 time.sleep(0.1)
+        # The app's own local endpoints (examples/local-aws/start's, say) stay its; the
+        # claim-check store is S3 here; any other service goes here too where none is
+        # set. Dummy credentials always: nothing reaches a real account.
+        endpoints = {k: v for k, v in os.environ.items() if k.startswith("AWS_ENDPOINT_URL")}
         for key in [k for k in os.environ if k.startswith("AWS_")]:
             del os.environ[key]
-        os.environ.update({"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "testing",
+        os.environ.update(endpoints or {"AWS_ENDPOINT_URL": url})
+        os.environ.update({"AWS_ENDPOINT_URL_S3": url, "AWS_ACCESS_KEY_ID": "testing",
                            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
                            "AWS_CONFIG_FILE": os.devnull,
                            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,

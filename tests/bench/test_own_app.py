@@ -7,6 +7,7 @@ summary with ratios against both baselines, and the price.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +121,21 @@ def test_bad_input_is_one_line(work: Path) -> None:
     mixed = faastlane("bench", "myapp", "--placement", cwd=work)
     assert (mixed.returncode, mixed.stderr.strip()) == \
         (2, "faastlane: error: --placement is for the examples' benchmark, not with APP")
+
+
+def test_the_apps_own_local_endpoints_stay_its_own(tmp_path: Path, monkeypatch) -> None:
+    # As after `eval "$(examples/local-aws/start)"`: a service's endpoint of the user's
+    # (healthcare's Comprehend Medical stand-in) is kept; the claim-check store gets
+    # the bench's S3, and nothing but dummy credentials reaches boto3.
+    from faastlane_bench.claimcheck import S3Store
+    from faastlane_bench.own_app import local_s3
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_COMPREHENDMEDICAL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "a-real-looking-secret")
+    with local_s3(tmp_path):
+        assert os.environ["AWS_ENDPOINT_URL_COMPREHENDMEDICAL"] == "http://127.0.0.1:9"
+        assert "AWS_ENDPOINT_URL" not in os.environ  # the user's endpoints only
+        assert os.environ["AWS_SECRET_ACCESS_KEY"] == "testing"
+        store = S3Store()
+        assert store.get(store.put(b"claim")) == b"claim"  # on the bench's moto S3
+    assert os.environ["AWS_SECRET_ACCESS_KEY"] == "a-real-looking-secret"
