@@ -31,7 +31,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                     "/2015-03-31/functions/NAME/invocations, NAME the workflow's name) for "
                     "boto3 and `aws lambda invoke --endpoint-url`, and OpenWhisk's REST API "
                     "(POST /api/v1/namespaces/_/actions/NAME?blocking=true&result=true) "
-                    "for `wsk -i --apihost`. One log line per call on stderr. Example: "
+                    "for `wsk -i --apihost`, and the Step Functions API (boto3's "
+                    "stepfunctions client, `aws stepfunctions --endpoint-url`: executions "
+                    "and their histories). One log line per call on stderr. Example: "
                     "faastlane serve examples/finra --port 9000, then aws lambda invoke "
                     "--endpoint-url http://127.0.0.1:9000 --function-name finra "
                     "--payload fileb://examples/finra/input.json out.json")
@@ -77,7 +79,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                     f"faastlane serve: {name} on {server.url} (Ctrl-C to stop)\n"
                     f"  Lambda:    POST {server.url}/2015-03-31/functions/{name}/invocations\n"
                     f"  OpenWhisk: POST {server.url}{PREFIX}_/actions/{name}"
-                    f"?blocking=true&result=true\n")
+                    f"?blocking=true&result=true\n"
+                    f"  Step Functions: --endpoint-url {server.url}, state machine "
+                    f"{server.states.machine_arn}\n")
                 sys.stderr.flush()
                 server.serve_forever()
             finally:

@@ -4,6 +4,7 @@ API and logs one line per call on standard error."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import urllib.parse
@@ -13,6 +14,7 @@ from typing import Any
 from . import lambda_api
 from .lambda_api import Answer, _json
 from .openwhisk_api import PREFIX, OpenWhiskApi
+from .stepfunctions_api import TARGET_PREFIX, StepFunctionsApi
 from .workflow import WarmWorkflow
 
 
@@ -23,6 +25,8 @@ class LocalEndpoint(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", port), _Handler)
         self.workflow = workflow
         self.openwhisk = OpenWhiskApi(workflow, self.url)
+        with open(os.path.join(workflow.action_dir, "workflow.json"), encoding="utf-8") as f:
+            self.states = StepFunctionsApi(workflow, f.read())
 
     @property
     def url(self) -> str:
@@ -52,6 +56,10 @@ class _Handler(BaseHTTPRequestHandler):
         sys.stderr.flush()
 
     def _answer(self, url: urllib.parse.SplitResult, body: bytes) -> tuple[str, Answer]:
+        target = self.headers.get("X-Amz-Target", "")
+        if target.startswith(TARGET_PREFIX) and self.command == "POST":
+            return (f"states {target.removeprefix(TARGET_PREFIX)}",
+                    self.server.states.handle(target, body))
         found = lambda_api.PATH.match(url.path)
         if found and self.command == "POST":
             return "lambda", lambda_api.invoke(
@@ -72,7 +80,9 @@ class _Handler(BaseHTTPRequestHandler):
                                            f"(Lambda: POST /2015-03-31/functions/"
                                            f"{self.server.workflow.name}/invocations; "
                                            f"OpenWhisk: POST {PREFIX}_/actions/"
-                                           f"{self.server.workflow.name})"})
+                                           f"{self.server.workflow.name}; Step Functions: "
+                                           f"POST / with X-Amz-Target: "
+                                           f"{TARGET_PREFIX}OPERATION)"})
 
     do_GET = do_POST = do_PUT = do_DELETE = _serve
 

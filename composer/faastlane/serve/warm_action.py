@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-OPENWHISK, LAMBDA = "openwhisk", "lambda"
+OPENWHISK, LAMBDA, STATES = "openwhisk", "lambda", "states"
 
 
 def _lambda_handler(action_dir: str) -> Any:
@@ -32,6 +32,27 @@ def _lambda_handler(action_dir: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.handler
+
+
+def _execution(value: dict[str, Any]) -> dict[str, Any]:
+    """One execution for the Step Functions API: how it ended and its history's events
+    (recorded for this execution only: Lambda and OpenWhisk calls run without)."""
+    if TYPE_CHECKING:
+        from faastlane.runtime.engine import history
+    else:
+        from faastlane_runtime.engine import history
+    # The action's Orchestrator, loaded already (by lambda_function).
+    orchestrator = importlib.import_module("orchestrator").ORCHESTRATOR
+
+    history.enabled = True
+    try:
+        result = orchestrator.execute(value["input"], execution_name=value["name"])
+    finally:
+        history.enabled = False
+    events = result.history or []
+    history.given_input(events, value["input_text"])
+    return {"status": result.status, "output": result.output, "error": result.error,
+            "cause": result.cause, "events": events}
 
 
 def dispatcher(action_dir: str,
@@ -45,6 +66,8 @@ def dispatcher(action_dir: str,
         from faastlane_runtime.engine.lambda_context import LambdaContext
 
     def call(value: dict[str, Any]) -> dict[str, Any]:
+        if value.get("api") == STATES:
+            return _execution(value)
         if value.get("api") == LAMBDA:
             context = LambdaContext(value["function"], request_id=value["request_id"])
             try:

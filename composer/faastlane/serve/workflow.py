@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from faastlane.local_action import stop
@@ -38,8 +39,18 @@ class WarmWorkflow:
     def call(self, value: dict[str, Any], **context: Any) -> dict[str, Any]:
         """One execution; ``value`` says which platform's entry runs it, ``context`` the
         activation's ``__OW_*`` keys."""
+        answer = self.call_if(value, None, **context)
+        assert answer is not None  # always wanted
+        return answer
+
+    def call_if(self, value: dict[str, Any], on_turn: Callable[[], bool] | None,
+                **context: Any) -> dict[str, Any] | None:
+        """:meth:`call`; ``on_turn``, called once the action is this call's, may say it
+        is not wanted any more (None is returned then)."""
         request = json.dumps({"value": value, **context}).encode()
         with self.lock:
+            if on_turn is not None and not on_turn():
+                return None
             if self.launcher is None or self.launcher.exited():
                 self._retire()
                 self.launcher = self._start()
@@ -50,6 +61,16 @@ class WarmWorkflow:
                 raise ChildDied(fault or "the Orchestrator process exited")
         result: dict[str, Any] = json.loads(answer)
         return result
+
+    def abort(self) -> None:
+        """End the running call's action process (a stopped execution): the call gets
+        ChildDied, and the next one starts the action again."""
+        launcher = self.launcher
+        if launcher is not None:
+            try:
+                launcher.process.kill()
+            except ProcessLookupError:
+                pass
 
     def _retire(self) -> None:
         if self.launcher is not None:
