@@ -210,3 +210,25 @@ def test_a_template_is_served_with_its_resources_on_an_embedded_local_aws(
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_a_request_over_openwhisks_limit_is_refused_as_the_controller_does(
+        served: Served) -> None:
+    base = f"{served.url}/api/v1/namespaces/_/actions/orders?blocking=true&result=true"
+    limit = 1024 * 1024
+    status, answer = _post(base, {"pad": "x" * (limit - 20)})  # just inside: it runs
+    assert status == 200 and len(answer["pad"]) == limit - 20
+    status, answer = _post(base, {"pad": "x" * limit})
+    size = len(json.dumps({"pad": "x" * limit}))
+    assert status == 413
+    assert answer["error"] == f"Request larger than allowed: {size} > {limit} bytes."
+
+
+def test_a_burst_of_clients_is_queued_not_reset(served: Served) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = f"{served.url}/api/v1/namespaces/_/actions/orders?blocking=true&result=true"
+    with ThreadPoolExecutor(50) as pool:
+        answers = list(pool.map(lambda n: _post(base, {"n": n}), range(50)))
+    assert sorted(result["n"] for _, result in answers) == list(range(50))
+    assert {status for status, _ in answers} == {200}

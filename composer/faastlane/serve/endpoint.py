@@ -5,21 +5,26 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import time
 import urllib.parse
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from . import lambda_api
 from .lambda_api import Answer, _json
-from .openwhisk_api import PREFIX, OpenWhiskApi
+from .openwhisk_api import ENTITY_LIMIT, PREFIX, OpenWhiskApi
 from .stepfunctions_api import TARGET_PREFIX, StepFunctionsApi
 from .workflow import WarmWorkflow
 
 
 class LocalEndpoint(ThreadingHTTPServer):
     daemon_threads = True
+    # http.server's default backlog of 5 reset clients of a burst (50 at once: 3-8
+    # resets); calls beyond the warm action's wait in their threads, not in the kernel.
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(self, port: int, workflow: WarmWorkflow) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
@@ -66,6 +71,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.workflow, found["name"],
                 self.headers.get("X-Amz-Invocation-Type", ""), body)
         if url.path.startswith(PREFIX):
+            if len(body) > ENTITY_LIMIT:  # the controller refuses it before the action
+                return "openwhisk", _json(413, {
+                    "error": f"Request larger than allowed: {len(body)} > {ENTITY_LIMIT} "
+                             f"bytes.", "code": uuid.uuid4().hex})
             params: Any = None
             if body.strip():
                 try:

@@ -7,7 +7,8 @@ workflow's name is the action's (in any namespace, ``_`` included; any credentia
     ``{"activationId"}`` and the record later from
 ``GET /api/v1/namespaces/{ns}/activations/{id}`` (``/result``: its ``response``);
 ``GET /api/v1/namespaces/{ns}/actions/{name}``: the action's description.
-Anything else: 404 ``{"error": "The requested resource does not exist."}``.
+Anything else: 404 ``{"error": "The requested resource does not exist."}``; a request
+body over 1 MB: 413, as the controller refuses it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ PREFIX = "/api/v1/namespaces/"
 KEPT_ACTIVATIONS = 200
 VERSION = "0.0.1"
 NOT_FOUND = "The requested resource does not exist."
+# The controller's limit on an activation's request (MAX_ACTIVATION_ENTITY_LIMIT): 413
+# "Request larger than allowed: N > 1048576 bytes." A deployed action never sees more.
+ENTITY_LIMIT = 1024 * 1024
 
 
 def _missing() -> Answer:
