@@ -52,6 +52,12 @@ def test_oversized_packages_are_refused_with_the_limit(tmp_path: Path):
                           str(tmp_path / "a.zip"))
     assert openwhisk.code == 2
     assert "over OpenWhisk's limit for an action's code of 48 MB" in openwhisk.stderr
+    assert not (tmp_path / "a.zip").exists() and not (tmp_path / "a.zip.tmp").exists()
+    # A zip already at -o (an earlier package) stays as it was.
+    earlier = tmp_path / "earlier.zip"
+    earlier.write_bytes(b"an earlier package")
+    again = faastlane("package", str(big), "--target", "openwhisk", "-o", str(earlier))
+    assert again.code == 2 and earlier.read_bytes() == b"an earlier package"
     lam = faastlane("package", str(big), "--target", "lambda", "-o", str(tmp_path / "l"))
     assert lam.code == 2
     assert "function.zip is 51" in lam.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip can record
@@ -34,8 +35,10 @@ def _files(folder: str) -> list[tuple[str, str]]:
     return sorted(found, key=lambda pair: pair[1])
 
 
-def write_zip(path: str, trees: list[tuple[str, str]]) -> Archive:
-    """Zip each (folder, prefix in the archive) into path."""
+def write_zip(path: str, trees: list[tuple[str, str]],
+              check: Callable[[int], None] | None = None) -> Archive:
+    """Zip each (folder, prefix in the archive) into path. ``check(size)`` may refuse the
+    zip (a platform's limit): it is then not written, and what was at path stays."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     unzipped = 0
     with zipfile.ZipFile(path + ".tmp", "w", zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
@@ -55,5 +58,11 @@ def write_zip(path: str, trees: list[tuple[str, str]]) -> Archive:
                         data = handle.read()
                 archive.writestr(info, data)
                 unzipped += len(data)
+    if check is not None:
+        try:
+            check(os.path.getsize(path + ".tmp"))
+        except BaseException:
+            os.remove(path + ".tmp")
+            raise
     os.replace(path + ".tmp", path)
     return Archive(path, os.path.getsize(path), unzipped)

@@ -106,8 +106,8 @@ def package_openwhisk(app_path: str, out_zip: str, kind: str = OPENWHISK_KIND,
         if vendored:
             trees.append((vendored, ""))
         inspect_shipment(action, _waivers(composition), trees[1:])  # before zipping
-        archive = write_zip(out_zip, trees)
-    limits.OPENWHISK_CODE.check(archive.size, out_zip)
+        archive = write_zip(out_zip, trees,
+                            lambda size: limits.OPENWHISK_CODE.check(size, out_zip))
     return OpenWhiskPackage(composition.app.name, kind, archive,
                             spills=composition.options.max_containers > 1)
 
