@@ -35,10 +35,13 @@ WORKFLOW = chain(("Price", task("price", ResultPath="$.priced")),
 @pytest.fixture
 def states(tmp_path: Path) -> Iterator[tuple[object, str, Path]]:
     app = write_app(tmp_path / "orders", WORKFLOW, {"price": ORDERS})
-    log = tmp_path / "serve.log"
+    yield from _served(app, tmp_path / "serve.log")
+
+
+def _served(app: Path, log: Path, *options: str) -> Iterator[tuple[object, str, Path]]:
     with open(log, "w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "faastlane", "serve", str(app), "--port", "0"],
+            [sys.executable, "-m", "faastlane", "serve", str(app), "--port", "0", *options],
             cwd=ROOT, stderr=stderr, stdout=subprocess.DEVNULL, env=dict(os.environ))
     try:
         url = None
@@ -155,3 +158,39 @@ def test_errors_have_aws_names(states) -> None:
     client.start_execution(stateMachineArn=machine, name="once", input="{}")
     with pytest.raises(client.exceptions.ExecutionAlreadyExists):
         client.start_execution(stateMachineArn=machine, name="once", input='{"x": 1}')
+
+
+# Two executions that can end only together: each marks that it runs, then waits for the
+# other's mark. One warm copy at a time would leave the first waiting in vain.
+MEET = """
+import os, time
+
+def handler(event, context):
+    open(event["mine"], "w").close()
+    deadline = time.monotonic() + 60
+    while not os.path.exists(event["other"]):
+        if time.monotonic() > deadline:
+            return {"met": False, "pid": os.getpid()}
+        time.sleep(0.02)
+    return {"met": True, "pid": os.getpid()}
+"""
+
+
+def test_executions_run_at_once_on_warm_copies_up_to_the_concurrency(tmp_path: Path
+                                                                      ) -> None:
+    app = write_app(tmp_path / "meet", chain(("Meet", task("meet"))), {"meet": MEET})
+    served = _served(app, tmp_path / "serve.log", "--concurrency", "2", "--isolation",
+                     "none")
+    client, machine, _ = next(served)
+    try:
+        a, b = str(tmp_path / "a"), str(tmp_path / "b")
+        first = client.start_execution(stateMachineArn=machine,
+                                       input=json.dumps({"mine": a, "other": b}))
+        second = client.start_execution(stateMachineArn=machine,
+                                        input=json.dumps({"mine": b, "other": a}))
+        outputs = [json.loads(_finished(client, e["executionArn"])["output"])
+                   for e in (first, second)]
+        assert [o["met"] for o in outputs] == [True, True]
+        assert outputs[0]["pid"] != outputs[1]["pid"]  # two copies of the action
+    finally:
+        served.close()

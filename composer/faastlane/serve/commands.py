@@ -16,6 +16,7 @@ from faastlane.cli_options import planning, project_options
 from faastlane.compose.action import write_action
 from faastlane.errors import FaastlaneError
 from faastlane.local_action import claim, scratch_parent, sweep
+from faastlane.runtime.cpus import available_cpus
 
 from .endpoint import LocalEndpoint
 from .openwhisk_api import PREFIX
@@ -42,6 +43,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     serve.add_argument("--port", type=int, default=3001, metavar="N",
                        help="the port on 127.0.0.1 (default 3001, as sam local "
                             "start-lambda; 0: any free port)")
+    serve.add_argument("--concurrency", type=int, default=None, metavar="N",
+                       help="executions at once, each on its own warm copy of the action, "
+                            "started as calls need them (default: this machine's usable "
+                            "CPUs); more calls wait for a free copy")
     add_planning(serve)
     serve.add_argument("--create-resources", action="store_true",
                        help="a template's tables, topics, queues and buckets are created "
@@ -56,6 +61,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     if not 0 <= args.port <= 65535:
         raise FaastlaneError(f"--port {args.port}: give 0-65535")
+    concurrency = available_cpus() if args.concurrency is None else args.concurrency
+    if concurrency < 1:
+        raise FaastlaneError(f"--concurrency {args.concurrency}: give 1 or more")
     composition = load(args.app, planning(args))
     name = composition.app.name
     sweep(scratch_parent())
@@ -65,7 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         claim(scratch)
         action = write_action(composition, os.path.join(scratch, "action"))
         try:
-            workflow = WarmWorkflow(name, action, env)
+            workflow = WarmWorkflow(name, action, env, concurrency)
         except ChildDied as exc:
             raise FaastlaneError(f"the composed action did not start: {exc}") from None
         try:
@@ -76,7 +84,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                      f"{exc.strerror}") from None
             try:
                 sys.stderr.write(
-                    f"faastlane serve: {name} on {server.url} (Ctrl-C to stop)\n"
+                    f"faastlane serve: {name} on {server.url}, up to {concurrency} "
+                    f"at once (Ctrl-C to stop)\n"
                     f"  Lambda:    POST {server.url}/2015-03-31/functions/{name}/invocations\n"
                     f"  OpenWhisk: POST {server.url}{PREFIX}_/actions/{name}"
                     f"?blocking=true&result=true\n"

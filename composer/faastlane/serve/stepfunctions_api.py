@@ -7,8 +7,9 @@ Served: ListStateMachines, DescribeStateMachine, StartExecution (the execution r
 the answer), StartSyncExecution, DescribeExecution, ListExecutions, StopExecution and
 GetExecutionHistory (the events ``faastlane run --history`` writes). Errors have AWS's
 shapes: HTTP 400 with ``{"__type": "ExecutionDoesNotExist", "message": ...}``.
-Executions run one at a time on the served action (as its other APIs' calls do) and are
-kept while the server runs. Not served: the callback pattern (SendTaskSuccess, ...).
+Executions run on the served action's warm copies (``--concurrency``, as its other APIs'
+calls do) and are kept while the server runs. Not served: the callback pattern
+(SendTaskSuccess, ...).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -46,7 +48,8 @@ class _Execution:
     cause: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
     done: threading.Event = field(default_factory=threading.Event)
-    started: bool = False  # taken up by the action (a stop then ends its process)
+    # Ends the process of the warm copy running it, once it runs (StopExecution).
+    abort: Callable[[], None] | None = None
 
     def describe(self, machine_arn: str) -> dict[str, Any]:
         answer: dict[str, Any] = {
@@ -169,10 +172,12 @@ class StepFunctionsApi:
         value = {"api": "states", "name": execution.name,
                  "input": json.loads(execution.input_text),
                  "input_text": execution.input_text}
-        def on_turn() -> bool:
+        def on_turn(abort: Callable[[], None]) -> bool:
             with self._lock:
-                execution.started = execution.status == RUNNING  # not stopped meanwhile
-                return execution.started
+                if execution.status != RUNNING:  # stopped before its turn
+                    return False
+                execution.abort = abort
+                return True
 
         try:
             try:
@@ -237,11 +242,11 @@ class StepFunctionsApi:
             execution.error = request.get("error")
             execution.cause = request.get("cause")
             execution.events = _aborted_history(execution)
-            running = execution.started
-        if running:
-            # Its process is ended, as AWS ends a running execution (the next call
-            # starts the action again).
-            self.workflow.abort()
+            abort = execution.abort
+        if abort is not None:
+            # Its copy's process is ended, as AWS ends a running execution (the copy's
+            # next call starts the action again).
+            abort()
         return {"stopDate": execution.stop}
 
     def _op_GetExecutionHistory(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,14 @@
-"""The served workflow: its warm child, one call at a time (as one action container
-takes one activation at a time), started again if a call kills it."""
+"""The served workflow: warm copies of the composed action, each taking one call at a
+time (as one action container takes one activation at a time), started again if a call
+kills it.
+
+Up to ``concurrency`` copies run calls at once; one is started with the server (it says
+whether the action starts at all), the others when calls need them, as a platform starts
+containers; a call beyond them waits for a free copy. A spilled group of Parallel or Map
+jobs (the action calling itself through the served OpenWhisk API, ``--max-containers``)
+is what a platform runs in an extra container: it gets a copy beyond ``concurrency``, so
+the call that spilled it, holding its own copy, never waits on itself.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from faastlane.local_action import stop
+from faastlane.runtime.parallel.protocol import GROUP_KEY
 from faastlane.runtime.platforms.action_server import Launcher, ProtocolError
 
 CHILD = (sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -22,19 +32,54 @@ class ChildDied(Exception):
     """The warm child exited during a call (a function crashed the Orchestrator)."""
 
 
+class _Copy:
+    """One warm copy of the action (None until started, or after it died)."""
+
+    def __init__(self) -> None:
+        self.launcher: Launcher | None = None
+
+
 class WarmWorkflow:
-    def __init__(self, name: str, action_dir: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, name: str, action_dir: str, env: dict[str, str] | None = None,
+                 concurrency: int = 1) -> None:
         self.name = name
         self.action_dir = action_dir
         self.env = env or {}  # over this process's: a template's local AWS endpoint
-        self.lock = threading.Lock()
-        self.launcher: Launcher | None = self._start()
+        self.concurrency = max(1, concurrency)
+        self._changed = threading.Condition()
+        self._free: list[_Copy] = []
+        self._counted = 0  # copies that count against concurrency (spills' do not)
+        self._all: list[_Copy] = []
+        first = _Copy()
+        first.launcher = self._start()
+        self._add(first, counted=True)
+        self._free.append(first)
 
     def _start(self) -> Launcher:
         try:
             return Launcher(self.action_dir, "main", self.env, command=CHILD)
         except ProtocolError as exc:
             raise ChildDied(exc.message) from None
+
+    def _add(self, copy: _Copy, counted: bool) -> None:
+        self._all.append(copy)
+        self._counted += counted
+
+    def _take(self, spill: bool) -> _Copy:
+        with self._changed:
+            while True:
+                if self._free:
+                    return self._free.pop()
+                if spill or self._counted < self.concurrency:
+                    copy = _Copy()  # started by its first call, outside this lock
+                    self._add(copy, counted=not spill)
+                    return copy
+                self._changed.wait()
+
+    def _give_back(self, copy: _Copy) -> None:
+        with self._changed:
+            self._free.append(copy)
+            self._changed.notify()
 
     def call(self, value: dict[str, Any], **context: Any) -> dict[str, Any]:
         """One execution; ``value`` says which platform's entry runs it, ``context`` the
@@ -43,45 +88,48 @@ class WarmWorkflow:
         assert answer is not None  # always wanted
         return answer
 
-    def call_if(self, value: dict[str, Any], on_turn: Callable[[], bool] | None,
+    def call_if(self, value: dict[str, Any],
+                on_turn: Callable[[Callable[[], None]], bool] | None,
                 **context: Any) -> dict[str, Any] | None:
-        """:meth:`call`; ``on_turn``, called once the action is this call's, may say it
-        is not wanted any more (None is returned then)."""
+        """:meth:`call`; ``on_turn(abort)``, called once a copy is this call's, may say
+        the call is not wanted any more (None is returned then); ``abort()`` ends that
+        copy's process while it runs the call (which then raises ChildDied)."""
         request = json.dumps({"value": value, **context}).encode()
-        with self.lock:
-            if on_turn is not None and not on_turn():
+        spill = isinstance(value.get("params"), dict) and GROUP_KEY in value["params"]
+        copy = self._take(spill)
+        try:
+            if copy.launcher is None or copy.launcher.exited():
+                _retire(copy)
+                copy.launcher = self._start()
+            launcher = copy.launcher
+            if on_turn is not None and not on_turn(lambda: _kill(launcher)):
                 return None
-            if self.launcher is None or self.launcher.exited():
-                self._retire()
-                self.launcher = self._start()
-            answer = self.launcher.interact(request)
+            answer = launcher.interact(request)
             if answer is None:
-                fault = self.launcher.fault()
-                self._retire()
+                fault = launcher.fault()
+                _retire(copy)
                 raise ChildDied(fault or "the Orchestrator process exited")
+        finally:
+            self._give_back(copy)
         result: dict[str, Any] = json.loads(answer)
         return result
 
-    def abort(self) -> None:
-        """End the running call's action process (a stopped execution): the call gets
-        ChildDied, and the next one starts the action again."""
-        launcher = self.launcher
-        if launcher is not None:
-            try:
-                launcher.process.kill()
-            except ProcessLookupError:
-                pass
-
-    def _retire(self) -> None:
-        if self.launcher is not None:
-            _stop(self.launcher)
-            self.launcher = None
-
     def close(self) -> None:
-        with self.lock:
-            self._retire()
+        with self._changed:
+            copies = list(self._all)
+        for copy in copies:
+            _retire(copy)
 
 
-def _stop(launcher: Launcher) -> None:
-    stop(launcher.process, STOP_GRACE_SECONDS)  # as `faastlane run` stops its action
-    launcher.stop()
+def _kill(launcher: Launcher) -> None:
+    try:
+        launcher.process.kill()
+    except ProcessLookupError:
+        pass
+
+
+def _retire(copy: _Copy) -> None:
+    if copy.launcher is not None:
+        stop(copy.launcher.process, STOP_GRACE_SECONDS)  # as `faastlane run` stops its action
+        copy.launcher.stop()
+        copy.launcher = None
