@@ -34,3 +34,17 @@ def test_failures_concurrency_and_refusals(containers: Containers, small_zip: st
 
 def test_a_failing_function_in_the_image(containers: Containers, small_zip: str):
     check.a_failing_function_is_an_error_result(containers()[1], small_zip)
+
+
+def test_a_cold_container_compiles_none_of_the_standard_library(containers: Containers,
+                                                                 finra_zip: str):
+    # The image carries the interpreter's bytecode (docker/build.sh compiles it): a
+    # container that ran FINRA added no compiled file to it.
+    container, server = containers()
+    check.runs_finra(server, finra_zip)
+    changed = subprocess.run(["docker", "diff", container], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    added = [line.split(None, 1)[1] for line in changed if line.startswith("A ")]
+    assert [path for path in added if path.startswith("/opt/")
+            and path.endswith(".pyc")] == []
+    assert any(path.startswith("/action") for path in added)  # the diff does see its files

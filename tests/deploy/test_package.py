@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -26,16 +27,57 @@ def test_openwhisk_zip_holds_the_action_and_vendored_packages(small_app: Path, t
     assert {"__main__.py", "orchestrator.py", "plan.json", "workflow.json",
             "faastlane_runtime/platforms/entry.py", "functions/check.py",
             "inflection/__init__.py"} <= inside
-    assert not any("__pycache__" in name for name in inside)
+    _assert_compiled_for(out, "3.11", done.stderr, tmp_path)
     again = tmp_path / "again.zip"
     assert faastlane("package", str(small_app), "--target", "openwhisk", "-o",
                      str(again)).code == 0
     assert again.read_bytes() == out.read_bytes()  # deterministic
 
 
+# Run by the target interpreter: each compiled file is for it (its magic number),
+# hash-checked, and of the source beside it in the zip.
+_CHECK_PYC = """
+import importlib.util, sys, zipfile
+archive = zipfile.ZipFile(sys.argv[1])
+names = set(archive.namelist())
+sources = [n for n in names if n.endswith(".py")]
+compiled = 0
+for name in sources:
+    cached = importlib.util.cache_from_source(name)
+    if cached not in names:
+        continue
+    data, source = archive.read(cached), archive.read(name)
+    assert data[:4] == importlib.util.MAGIC_NUMBER, cached
+    assert int.from_bytes(data[4:8], "little") == 0b11, cached  # checked hash
+    assert data[8:16] == importlib.util.source_hash(source), cached
+    compiled += 1
+print(compiled, len(sources))
+"""
+
+
+def _assert_compiled_for(archive: Path, version: str, stderr: str, tmp_path: Path) -> None:
+    from faastlane.deploy.bytecode import interpreter_for
+
+    python = interpreter_for(version)
+    pyc = [n for n in names(archive) if n.endswith(".pyc")]
+    if python is None:  # the package says so, and ships source only
+        assert f"no Python {version} here to compile" in stderr and pyc == []
+        return
+    assert all(f".cpython-{version.replace('.', '')}.pyc" in n for n in pyc)
+    checker = tmp_path / "check_pyc.py"
+    checker.write_text(_CHECK_PYC)
+    done = subprocess.run([python, str(checker), str(archive)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    compiled, sources = map(int, done.stdout.split())
+    assert compiled == sources > 0  # every module, the runtime's and vendored ones too
+
+
 def test_lambda_function_zip_and_layer(tmp_path: Path):
     done = faastlane("package", str(FINRA), "--target", "lambda", "-o", str(tmp_path))
     assert done.code == 0, done.stderr
+    for archive in ("function.zip", "layer.zip"):
+        _assert_compiled_for(tmp_path / archive, "3.13", done.stderr, tmp_path)
     function, layer = names(tmp_path / "function.zip"), names(tmp_path / "layer.zip")
     assert {"lambda_function.py", "orchestrator.py", "plan.json",
             "functions/RunAuditRule.py"} <= function

@@ -22,13 +22,16 @@ class Archive:
     unzipped_size: int
 
 
-def _files(folder: str) -> list[tuple[str, str]]:
-    """(absolute path, archive path) of every file under folder, sorted."""
+def _files(folder: str, pyc_tag: str | None) -> list[tuple[str, str]]:
+    """(absolute path, archive path) of every file under folder, sorted; compiled files
+    only those for the target (``__pycache__/*.{pyc_tag}.pyc``: ``bytecode``)."""
     found = []
     for directory, subdirs, names in os.walk(folder):
-        subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS)
+        subdirs[:] = sorted(d for d in subdirs if pyc_tag or d not in _SKIP_DIRS)
         for name in names:
-            if name.endswith(".pyc"):
+            if name.endswith(".pyc") and not (
+                    pyc_tag and os.path.basename(directory) == "__pycache__"
+                    and name.endswith(f".{pyc_tag}.pyc")):
                 continue
             path = os.path.join(directory, name)
             found.append((path, os.path.relpath(path, folder).replace(os.sep, "/")))
@@ -36,14 +39,16 @@ def _files(folder: str) -> list[tuple[str, str]]:
 
 
 def write_zip(path: str, trees: list[tuple[str, str]],
-              check: Callable[[int], None] | None = None) -> Archive:
+              check: Callable[[int], None] | None = None,
+              pyc_tag: str | None = None) -> Archive:
     """Zip each (folder, prefix in the archive) into path. ``check(size)`` may refuse the
-    zip (a platform's limit): it is then not written, and what was at path stays."""
+    zip (a platform's limit): it is then not written, and what was at path stays.
+    ``pyc_tag`` (``cpython-313``): the target's compiled files go in too."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     unzipped = 0
     with zipfile.ZipFile(path + ".tmp", "w", zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         for folder, prefix in trees:
-            for source, name in _files(folder):
+            for source, name in _files(folder, pyc_tag):
                 info = zipfile.ZipInfo(f"{prefix}{name}", _EPOCH)
                 info.compress_type = zipfile.ZIP_DEFLATED
                 if os.path.islink(source):

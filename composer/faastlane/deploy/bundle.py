@@ -37,6 +37,7 @@ from faastlane.runtime.services import uses_service_integrations
 
 from . import glibc, limits
 from .archive import Archive, write_zip
+from .bytecode import cache_tag, compile_trees, note
 from .errors import RuntimeNotBuilt
 from .vendoring import vendor, vendor_app
 
@@ -106,8 +107,11 @@ def package_openwhisk(app_path: str, out_zip: str, kind: str = OPENWHISK_KIND,
         if vendored:
             trees.append((vendored, ""))
         inspect_shipment(action, _waivers(composition), trees[1:])  # before zipping
+        version = _kind_version(kind)
+        compiled = compile_trees([tree for tree, _ in trees], version)
         archive = write_zip(out_zip, trees,
-                            lambda size: limits.OPENWHISK_CODE.check(size, out_zip))
+                            lambda size: limits.OPENWHISK_CODE.check(size, out_zip),
+                            cache_tag(version) if compiled else None)
     return OpenWhiskPackage(composition.app.name, kind, archive,
                             spills=composition.options.max_containers > 1)
 
@@ -141,8 +145,11 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
             limits.LAMBDA_UNZIPPED.check(sum(_tree_size(t) for t in (action, library, vendored)),
                                          f"{composition.app.name} with its layers")
         inspect_shipment(action, _waivers(composition), trees)  # recorded in function.zip
-        function = write_zip(os.path.join(out_dir, "function.zip"), [(action, "")])
-        layer = write_zip(os.path.join(out_dir, "layer.zip"), trees)
+        compiled = compile_trees([action, *(tree for tree, _ in trees)], version, prefix)
+        tag = cache_tag(version) if compiled else None
+        function = write_zip(os.path.join(out_dir, "function.zip"), [(action, "")],
+                             pyc_tag=tag)
+        layer = write_zip(os.path.join(out_dir, "layer.zip"), trees, pyc_tag=tag)
         runtime_layer = _runtime_layer(prefix, version, out_dir, scratch,
                                        _waivers(composition)) if prefix else None
     package = LambdaPackage(composition.app.name, CUSTOM_RUNTIME if custom_runtime
@@ -216,8 +223,17 @@ def _runtime_layer(prefix: str, version: str, out_dir: str, scratch: str,
     # The interpreter (its gate included), lib-dynload and awslambdaric's extension.
     check_trees([(stage, ""), (client, "python/")], waivers, "runtime-layer.zip")
     _check_glibc(client, prefix)
-    return write_zip(os.path.join(out_dir, "runtime-layer.zip"),
-                     [(stage, ""), (client, "python/")])
+    # The interpreter's own standard library too: compiled by that interpreter, unless
+    # that makes the zip too large to upload directly.
+    trees = [(stage, ""), (client, "python/")]
+    path = os.path.join(out_dir, "runtime-layer.zip")
+    if compile_trees([stage, client], version, prefix):
+        archive = write_zip(path, trees, pyc_tag=cache_tag(version))
+        if archive.size <= limits.LAMBDA_ZIP.limit:
+            return archive
+        note("the runtime layer with its bytecode is over the direct upload limit: it "
+             "ships source only, compiled at each cold start")
+    return write_zip(path, trees)
 
 
 def _check_glibc(tree: str, prefix: str) -> None:
