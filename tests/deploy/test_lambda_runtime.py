@@ -1,5 +1,7 @@
 """The Lambda packages run as Lambda runs them: unpacked into a task root and /opt, driven
-by the real awslambdaric through a local Runtime API endpoint (runtime_api.py)."""
+by the real awslambdaric through a local Runtime API endpoint (runtime_api.py, which lets a
+test see each outcome's kind) and under AWS's own Runtime Interface Emulator
+(``aws-lambda-rie``, built from its Go module by scripts/ensure-lambda-rie.sh)."""
 
 from __future__ import annotations
 
@@ -124,3 +126,65 @@ def test_the_custom_runtime_bootstrap_runs_cpython_mpk(runtime_api: RuntimeApi,
         process.kill()
         process.wait()
     assert outcome.body["executable"] == str(opt / "cpython-mpk" / "bin" / "python3")
+
+
+@pytest.fixture(scope="session")
+def lambda_rie() -> Path:
+    """AWS's Runtime Interface Emulator, built from its Go module (cached)."""
+    done = subprocess.run([str(ROOT / "scripts" / "ensure-lambda-rie.sh")],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    return Path(done.stdout.strip())
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_finra_runs_under_awss_runtime_interface_emulator(lambda_rie: Path,
+                                                          tmp_path: Path) -> None:
+    # The emulator AWS ships for Lambda's images: it runs the runtime client and serves
+    # the Invoke API; the package is unpacked as Lambda unpacks it.
+    import time
+    import urllib.error
+    import urllib.request
+
+    package = package_lambda(str(FINRA), str(tmp_path / "zips"))
+    task, opt = unpack(package, tmp_path)
+    port, api = _free_port(), _free_port()
+    env = {"PATH": os.environ["PATH"], "LAMBDA_TASK_ROOT": str(task),
+           "PYTHONPATH": str(opt / "python"), "AWS_LAMBDA_FUNCTION_NAME": "faastlane-test",
+           "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", "AWS_REGION": "us-east-1"}
+    process = start([str(lambda_rie), "--runtime-interface-emulator-address",
+                     f"127.0.0.1:{port}", "--runtime-api-address", f"127.0.0.1:{api}",
+                     sys.executable, "-m", "awslambdaric", "lambda_function.handler"],
+                    env, task, tmp_path / "rie.log")
+    url = f"http://127.0.0.1:{port}/2015-03-31/functions/function/invocations"
+
+    def invoke(event: object) -> object:
+        deadline = time.monotonic() + 60
+        while True:
+            request = urllib.request.Request(url, data=json.dumps(event).encode(),
+                                             method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=120) as response:
+                    return json.loads(response.read())
+            except urllib.error.URLError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise
+                time.sleep(0.2)  # the emulator is still starting
+
+    try:
+        output = invoke(json.loads((FINRA / "input.json").read_text()))
+        assert output == json.loads((FINRA / "expected.json").read_text()), \
+            (tmp_path / "rie.log").read_text()[-2000:]
+        failed = invoke({"portfolio": "no such portfolio"})  # a failed execution
+    finally:
+        process.kill()
+        process.wait()
+    assert isinstance(failed, dict) and set(failed) >= {"errorMessage", "errorType"}
