@@ -232,3 +232,23 @@ def test_a_burst_of_clients_is_queued_not_reset(served: Served) -> None:
         answers = list(pool.map(lambda n: _post(base, {"n": n}), range(50)))
     assert sorted(result["n"] for _, result in answers) == list(range(50))
     assert {status for status, _ in answers} == {200}
+
+
+def test_a_crash_of_a_shared_orchestrator_names_the_state_that_ran(tmp_path: Path) -> None:
+    # Under a thread mode the function's crash ends the warm copy's Orchestrator: the
+    # error says which state and function were running (its flight record).
+    app = write_app(tmp_path / "orders", chain(("Count", task("count"))), {"count": COUNT})
+    log = tmp_path / "serve.log"
+    with open(log, "w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "faastlane", "serve", str(app), "--port", "0",
+             "--isolation", "none"], cwd=ROOT, stderr=stderr, stdout=subprocess.DEVNULL)
+    try:
+        client = _lambda(_wait_for_url(log, process))
+        crashed = client.invoke(FunctionName="orders", Payload=b'{"crash": true}')
+        error = json.loads(crashed["Payload"].read())
+        assert error["errorType"] == "Runtime.ExitError"
+        assert "while running state 'Count' (function 'count')" in error["errorMessage"]
+    finally:
+        process.kill()
+        process.wait()

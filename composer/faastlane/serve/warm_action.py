@@ -108,6 +108,14 @@ def main(argv: list[str] | None = None) -> int:
             from faastlane_runtime.platforms import shutdown
 
         shutdown.install()
+        # Which states run, where serve reads it if this process dies (workflow.py).
+        recording = os.environ.pop("FAASTLANE_FLIGHT", None)
+        if recording:
+            if TYPE_CHECKING:
+                from faastlane.runtime.engine import flight
+            else:
+                from faastlane_runtime.engine import flight
+            flight.record_to(recording)
         return dispatcher(action_dir, entry)
 
     return launch(action_dir, args.main, args.result_fd, prepare)

@@ -20,12 +20,14 @@ from collections.abc import Callable
 from typing import Any
 
 from faastlane.local_action import stop
+from faastlane.runtime.engine import flight
 from faastlane.runtime.parallel.protocol import GROUP_KEY
 from faastlane.runtime.platforms.action_server import Launcher, ProtocolError
 
 CHILD = (sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                       "warm_action.py"))
 STOP_GRACE_SECONDS = 5.0
+FLIGHT_VARIABLE = "FAASTLANE_FLIGHT"  # the warm child's flight record (warm_action)
 
 
 class ChildDied(Exception):
@@ -33,10 +35,13 @@ class ChildDied(Exception):
 
 
 class _Copy:
-    """One warm copy of the action (None until started, or after it died)."""
+    """One warm copy of the action (None until started, or after it died), and the file
+    its Orchestrator records its running states in (``engine.flight``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, flight_file: str) -> None:
         self.launcher: Launcher | None = None
+        self.flight_file = flight_file
+        flight.prepare(flight_file)
 
 
 class WarmWorkflow:
@@ -50,14 +55,20 @@ class WarmWorkflow:
         self._free: list[_Copy] = []
         self._counted = 0  # copies that count against concurrency (spills' do not)
         self._all: list[_Copy] = []
-        first = _Copy()
-        first.launcher = self._start()
+        first = self._new_copy()
+        first.launcher = self._start(first)
         self._add(first, counted=True)
         self._free.append(first)
 
-    def _start(self) -> Launcher:
+    def _new_copy(self) -> _Copy:
+        # Beside the action, in serve's own temporary folder.
+        return _Copy(os.path.join(os.path.dirname(self.action_dir),
+                                  f"flight-{len(self._all)}"))
+
+    def _start(self, copy: _Copy) -> Launcher:
         try:
-            return Launcher(self.action_dir, "main", self.env, command=CHILD)
+            return Launcher(self.action_dir, "main",
+                            {**self.env, FLIGHT_VARIABLE: copy.flight_file}, command=CHILD)
         except ProtocolError as exc:
             raise ChildDied(exc.message) from None
 
@@ -71,7 +82,7 @@ class WarmWorkflow:
                 if self._free:
                     return self._free.pop()
                 if spill or self._counted < self.concurrency:
-                    copy = _Copy()  # started by its first call, outside this lock
+                    copy = self._new_copy()  # started by its first call, outside the lock
                     self._add(copy, counted=not spill)
                     return copy
                 self._changed.wait()
@@ -100,7 +111,7 @@ class WarmWorkflow:
         try:
             if copy.launcher is None or copy.launcher.exited():
                 _retire(copy)
-                copy.launcher = self._start()
+                copy.launcher = self._start(copy)
             launcher = copy.launcher
             if on_turn is not None and not on_turn(lambda: _kill(launcher)):
                 return None
@@ -108,7 +119,8 @@ class WarmWorkflow:
             if answer is None:
                 fault = launcher.fault()
                 _retire(copy)
-                raise ChildDied(fault or "the Orchestrator process exited")
+                raise ChildDied((fault or "the Orchestrator process exited")
+                                + flight.while_running(copy.flight_file))
         finally:
             self._give_back(copy)
         result: dict[str, Any] = json.loads(answer)
