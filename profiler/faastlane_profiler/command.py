@@ -131,6 +131,10 @@ def _handoff(measured: dict[str, float]) -> str:
     return ", ".join(f"{measured[k]:g} {u}" for k, u in units.items() if k in measured)
 
 
+def _never_busy() -> str | None:
+    return None
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
     if args.app is not None:
         return _profile_app(args)
@@ -139,8 +143,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
         raise FaastlaneError("--input, --input-file, --isolation and --output profile an "
                              "APP: name it")
     key, measure = _measure(args)
+    # Only a profile measured on this machine (a process, a container) is skewed by its
+    # load; a platform's runs on the platform's.
+    here = args.target in ("local", "docker")
     profile, from_cache = cache.cached(key, measure, max_age=args.max_age * 3600,
-                                       refresh=args.refresh)
+                                       refresh=args.refresh,
+                                       quiet=cache.busy if here else _never_busy)
     if args.json:
         print(json.dumps(dict(profile, target=key, cached=from_cache), indent=2))
     else:
