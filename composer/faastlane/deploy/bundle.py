@@ -21,6 +21,7 @@ AWS Lambda
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import shutil
@@ -38,7 +39,7 @@ from faastlane.runtime.services import uses_service_integrations
 from . import glibc, limits
 from .archive import Archive, write_zip
 from .bytecode import cache_tag, compile_trees, note
-from .errors import RuntimeNotBuilt
+from .errors import RuntimeNotBuilt, TooLarge
 from .vendoring import vendor, vendor_app
 
 OPENWHISK_KIND = "python:3.11"
@@ -107,11 +108,17 @@ def package_openwhisk(app_path: str, out_zip: str, kind: str = OPENWHISK_KIND,
         if vendored:
             trees.append((vendored, ""))
         inspect_shipment(action, _waivers(composition), trees[1:])  # before zipping
+        check = functools.partial(limits.OPENWHISK_CODE.check, subject=out_zip)
+        # Source only first: an app over the limit is refused before anything is
+        # compiled, and bytecode never makes a package too large (it is left out then).
+        archive = write_zip(out_zip, trees, check)
         version = _kind_version(kind)
-        compiled = compile_trees([tree for tree, _ in trees], version)
-        archive = write_zip(out_zip, trees,
-                            lambda size: limits.OPENWHISK_CODE.check(size, out_zip),
-                            cache_tag(version) if compiled else None)
+        if compile_trees([tree for tree, _ in trees], version):
+            try:
+                archive = write_zip(out_zip, trees, check, cache_tag(version))
+            except TooLarge:
+                note("with its bytecode the zip is over OpenWhisk's limit: it ships "
+                     "source only, compiled at each cold start")
     return OpenWhiskPackage(composition.app.name, kind, archive,
                             spills=composition.options.max_containers > 1)
 
@@ -146,15 +153,28 @@ def package_lambda(app_path: str, out_dir: str, custom_runtime: bool = False,
                                          f"{composition.app.name} with its layers")
         inspect_shipment(action, _waivers(composition), trees)  # recorded in function.zip
         compiled = compile_trees([action, *(tree for tree, _ in trees)], version, prefix)
-        tag = cache_tag(version) if compiled else None
-        function = write_zip(os.path.join(out_dir, "function.zip"), [(action, "")],
-                             pyc_tag=tag)
-        layer = write_zip(os.path.join(out_dir, "layer.zip"), trees, pyc_tag=tag)
         runtime_layer = _runtime_layer(prefix, version, out_dir, scratch,
                                        _waivers(composition)) if prefix else None
-    package = LambdaPackage(composition.app.name, CUSTOM_RUNTIME if custom_runtime
-                            else LAMBDA_RUNTIME, LAMBDA_HANDLER, function, layer, runtime_layer)
-    check_lambda_limits(package)
+
+        def zipped(tag: str | None) -> LambdaPackage:
+            function = write_zip(os.path.join(out_dir, "function.zip"), [(action, "")],
+                                 pyc_tag=tag)
+            layer = write_zip(os.path.join(out_dir, "layer.zip"), trees, pyc_tag=tag)
+            return LambdaPackage(composition.app.name, CUSTOM_RUNTIME if custom_runtime
+                                 else LAMBDA_RUNTIME, LAMBDA_HANDLER, function, layer,
+                                 runtime_layer)
+
+        package = zipped(cache_tag(version) if compiled else None)
+        try:
+            check_lambda_limits(package)
+        except TooLarge:
+            if not compiled:
+                raise
+            # Bytecode never makes a package too large: without it, or the refusal.
+            package = zipped(None)
+            check_lambda_limits(package)
+            note("with its bytecode the package is over Lambda's limits: it ships "
+                 "source only, compiled at each cold start")
     return package
 
 
